@@ -1,0 +1,64 @@
+"""Ember: PyTorch's API in readable Python on NumPy. ``import ember as torch``."""
+from ._dtype import (dtype, float16, half, bfloat16, float32, float, float64, double,  # noqa: F401
+                     complex64, cfloat, complex128, cdouble, int8, uint8, int16, short, int32,
+                     int, int64, long, bool, get_default_dtype, set_default_dtype, promote_types,
+                     result_type as _result_type_dtypes, can_cast)
+from ._device import device  # noqa: F401
+from ._tensor import Tensor, Size  # noqa: F401
+from ._random import (Generator, default_generator, manual_seed, seed, initial_seed,  # noqa: F401
+                      get_rng_state, set_rng_state)
+from . import ops as _ops
+from .ops import *  # noqa: F401,F403
+from .ops import range_ as range  # noqa: F401
+from .ops.inplace import copy_ as _copy_  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
+                       is_grad_enabled, is_inference_mode_enabled)
+from ._tensor_str import set_printoptions  # noqa: F401
+from . import backends  # noqa: F401
+from . import utils  # noqa: F401
+
+__version__ = "0.1.0"
+
+# The ops package exports helpers that are not part of the public namespace.
+import builtins as _builtins
+
+for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHODS"):
+    globals().pop(_private, None)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype of ``tensor1 op tensor2`` under PyTorch's promotion rules."""
+    return _result_type_dtypes(tensor1, tensor2)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return _builtins.bool(input.item())
+
+
+def set_default_device(dev):
+    from . import _tensor as _t
+    _t._default_device = _ops.creation.resolve_device(dev)
+
+
+def get_default_device():
+    from . import _tensor as _t
+    return _t._default_device

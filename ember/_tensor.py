@@ -1,0 +1,454 @@
+"""``ember.Tensor``: a backend array plus dtype, device and autograd metadata.
+
+The class holds state and the Python protocol; the maths lives in ``ember.ops`` and is attached
+as methods by ``ember.ops.__init__``. Hot attributes are slots; rarely set ones (hooks, view
+bookkeeping, ``grad``) are class-level defaults overridden per instance, so making a result
+tensor costs six stores.
+"""
+import numpy as np
+
+from . import _dtype as dt
+from ._device import device as _device_cls
+from .backends import get_backend
+from .autograd import grad_mode
+from .autograd.graph import VersionCounter
+
+__all__ = ["Tensor"]
+
+_new = object.__new__
+_default_device = _device_cls("cpu")
+_generic = np.generic
+
+
+class Tensor:
+    __slots__ = ("_data", "_dtype", "_device", "_backend", "_requires_grad", "grad_fn",
+                 "__dict__", "__weakref__")
+
+    # Rarely set state, stored in the instance dict only when it differs from these defaults.
+    grad = None
+    _output_nr = 0
+    _vc = None               # VersionCounter, shared with views; None until first needed
+    _base = None             # the tensor this is a view of (always the root, never a view)
+    _view_fn = None          # replays this view on another tensor shaped like _base
+    _grad_acc = None         # weakref to this leaf's AccumulateGrad node
+    _backward_hooks = None
+    _post_acc_hooks = None
+    _is_param = False
+    __array_priority__ = 1000  # numpy scalars defer to our reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        # Legacy constructor: Tensor(data_list) or Tensor(*sizes) gives default-dtype floats.
+        from . import ops
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+        if len(args) == 1 and not isinstance(args[0], int):
+            t = ops.tensor(args[0], dtype=dt.get_default_dtype(), device=device)
+        else:
+            t = ops.empty(*args, device=device)
+        if cls is not Tensor:
+            t = _as_subclass(t, cls)
+        return t
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def is_cuda(self):
+        return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._device.type == "cpu"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.size * self._dtype.itemsize
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_complex(self):
+        return self._dtype.is_complex
+
+    def stride(self, dim=None):
+        itemsize = self._dtype.itemsize
+        strides = tuple(s // itemsize for s in self._data.strides)
+        if self._data.size <= 1 or 0 in self._data.shape:
+            strides = _contiguous_strides(self._data.shape) if self._base is None else strides
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        base = self._base
+        if base is None:
+            return 0
+        backend = self._backend
+        return (backend.data_ptr(self._data) - backend.data_ptr(base._data)) // self._dtype.itemsize
+
+    def data_ptr(self):
+        return self._backend.data_ptr(self._data)
+
+    def is_contiguous(self, memory_format=None):
+        data = self._data
+        if data.size <= 1:
+            return True
+        expected = 1
+        for size, stride in zip(reversed(data.shape), reversed(data.strides)):
+            if size != 1 and stride != expected * self._dtype.itemsize:
+                return False
+            expected *= size
+        return True
+
+    def _is_view(self):
+        return self._base is not None
+
+    # ---- autograd metadata ------------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a "
+                    "computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return 0 if self._vc is None else self._vc.value
+
+    @property
+    def data(self):
+        out = _wrap_with(self._data, self._dtype, self._device, self._backend)
+        out._vc = self._ensure_vc()
+        return out
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+        self._backend = value._backend
+
+    def _ensure_vc(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = VersionCounter()
+        return vc
+
+    def _bump_version(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = VersionCounter()
+        vc.value += 1
+
+    def detach(self):
+        out = _wrap_with(self._data, self._dtype, self._device, self._backend)
+        out._vc = self._ensure_vc()
+        return out
+
+    def detach_(self):
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        self.__dict__.pop("_output_nr", None)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a new one."""
+        from .utils.hooks import RemovableHandle
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._backward_hooks is None:
+                self._backward_hooks = {}
+            hooks = self._backward_hooks
+        else:
+            node = self.grad_fn
+            if node._tensor_pre_hooks is None:
+                node._tensor_pre_hooks = {}
+            hooks = node._tensor_pre_hooks.setdefault(self._output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after a leaf's ``.grad`` was accumulated (used by DDP)."""
+        from .utils.hooks import RemovableHandle
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:
+            return
+        import weakref
+        node = self.grad_fn
+        if node._retained is None:
+            node._retained = {}
+        node._retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self):
+        node = self.grad_fn
+        return bool(node is not None and node._retained and self._output_nr in node._retained)
+
+    # ---- conversion -------------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        if force:
+            return self._backend.to_numpy(self.detach()._data)
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._backend.to_numpy(self._data)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return _py_scalar(self)
+
+    def tolist(self):
+        arr = self._backend.to_numpy(self._data)
+        if self._dtype is dt.bfloat16:
+            arr = arr.astype(np.float32)
+        return arr.tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+                               if self._data.size > 1 else
+                               "Boolean value of Tensor with no values is ambiguous")
+        return bool(_py_scalar(self))
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_tensor, (self._backend.to_numpy(self.detach()._data).copy(),
+                                  self._dtype.name, str(self._device), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        out = self.detach().clone()
+        if type(self) is not Tensor:
+            out = _as_subclass(out, type(self))
+            out.__dict__.update({k: v for k, v in self.__dict__.items() if not k.startswith("_")})
+        out._requires_grad = self._requires_grad
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    @classmethod
+    def _make_subclass(cls, data, requires_grad=False):
+        out = _as_subclass(data.detach(), cls)
+        out._requires_grad = bool(requires_grad)
+        return out
+
+
+def _as_subclass(t, cls):
+    out = _new(cls)
+    out._data = t._data
+    out._dtype = t._dtype
+    out._device = t._device
+    out._backend = t._backend
+    out._requires_grad = t._requires_grad
+    out.grad_fn = t.grad_fn
+    if t._vc is not None:
+        out._vc = t._vc
+    return out
+
+
+def _py_scalar(t):
+    value = t._backend.to_numpy(t._data).reshape(())
+    if t._dtype is dt.bfloat16:
+        return float(value)
+    return value.item()
+
+
+def _rebuild_tensor(array, dtype_name, device_str, requires_grad):
+    dtype = dt._BY_NAME[dtype_name]
+    dev = _device_cls(device_str)
+    backend = get_backend(dev)
+    t = _wrap_with(backend.asarray(array, dtype.np), dtype, dev, backend)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _wrap_with(data, dtype, device, backend):
+    """A new leaf tensor around a backend array (NumPy's 0-d results come back as scalars)."""
+    if isinstance(data, _generic):
+        data = np.asarray(data)
+    t = _new(Tensor)
+    t._data = data
+    t._dtype = dtype
+    t._device = device
+    t._backend = backend
+    t._requires_grad = False
+    t.grad_fn = None
+    return t
+
+
+def _wrap(data, dtype, like):
+    """A new result tensor on ``like``'s device."""
+    if isinstance(data, _generic):
+        data = np.asarray(data)
+    t = _new(Tensor)
+    t._data = data
+    t._dtype = dtype
+    t._device = like._device
+    t._backend = like._backend
+    t._requires_grad = False
+    t.grad_fn = None
+    return t
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple that prints as ``ember.Size([2, 3])``."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))

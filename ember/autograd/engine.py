@@ -1,0 +1,209 @@
+"""The backward engine: dependency counting over the graph, then a ready queue.
+
+The walk is iterative (a chain of 100,000 ops backpropagates without recursion). Gradients
+arriving at a node from several consumers are summed in its input buffer; a gradient whose
+shape or dtype differs from the input it flows to (broadcasting, type promotion) is reduced
+with ``sum_to_size`` and cast here, once, so individual ops never do it.
+"""
+import heapq
+
+from . import grad_mode, anomaly_mode
+from .graph import AccumulateGrad, accumulate_grad_node
+
+__all__ = ["run_backward"]
+
+
+def _root_edge(t):
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    if t.requires_grad:
+        return accumulate_grad_node(t), 0
+    return None
+
+
+def _collect(roots, targets):
+    """Count each node's incoming edges; with ``targets``, keep only nodes that reach one."""
+    children = {}
+    stack = [n for n in roots]
+    order = []
+    while stack:
+        node = stack.pop()
+        if node in children:
+            continue
+        nexts = [e[0] for e in node.next_functions if e is not None]
+        children[node] = nexts
+        order.append(node)
+        stack.extend(n for n in nexts if n not in children)
+    if targets is not None:
+        needed = set(targets)
+        changed = True
+        # Iterate to a fixed point over the discovery order (reverse is near-topological).
+        while changed:
+            changed = False
+            for node in reversed(order):
+                if node not in needed and any(c in needed for c in children[node]):
+                    needed.add(node)
+                    changed = True
+    else:
+        needed = None
+    deps = {}
+    for node, nexts in children.items():
+        if needed is not None and node not in needed:
+            continue
+        for child in nexts:
+            if needed is None or child in needed:
+                deps[child] = deps.get(child, 0) + 1
+    return deps, needed
+
+
+def _adjust(grad, meta):
+    shape, dtype, device = meta
+    if grad._data.shape != shape:
+        grad = grad.sum_to_size(shape)
+    if grad._dtype is not dtype:
+        grad = grad.to(dtype)
+    if grad._device is not device:
+        grad = grad.to(device)
+    return grad
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
+                 allow_unused=False, accumulate=True):
+    """Backpropagate ``grad_tensors`` from ``tensors``.
+
+    ``accumulate=True`` (``Tensor.backward``) adds into leaves' ``.grad`` — restricted to
+    ``inputs`` if given. ``accumulate=False`` (``autograd.grad``) returns the gradients of
+    ``inputs`` instead and leaves every ``.grad`` untouched."""
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        edge = _root_edge(t)
+        if edge is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        roots.append((edge, g))
+
+    captures = None  # node -> list of (output_nr, slot in result)
+    targets = None
+    if inputs is not None:
+        captures = {}
+        for i, t in enumerate(inputs):
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulate_grad_node(t), 0)
+            captures.setdefault(edge[0], []).append((edge[1], i))
+        targets = list(captures)
+    results = [None] * (len(inputs) if inputs is not None else 0)
+
+    deps, needed = _collect([e[0] for e, _ in roots], targets)
+    buffers = {}
+    for (node, nr), g in roots:
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.num_outputs
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    ready = []
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._seq, id(node), node))
+
+    prev_mode = grad_mode._state.enabled
+    grad_mode._state.enabled = bool(create_graph)
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node)
+            grads = _call_pre_hooks(node, grads)
+            if captures is not None and node in captures:
+                for nr, slot in captures[node]:
+                    results[slot] = grads[nr]
+                if not any(e is not None and e[0] in needed for e in node.next_functions):
+                    if type(node) is not AccumulateGrad or not accumulate:
+                        continue
+            if type(node) is AccumulateGrad:
+                if accumulate and grads[0] is not None:
+                    node.accumulate(grads[0], create_graph)
+                continue
+            if needed is not None and node not in needed:
+                continue
+            grad_inputs = _call_node(node, grads)
+            if not retain_graph:
+                node.release()
+            for i, (edge, g) in enumerate(zip(node.next_functions, grad_inputs)):
+                if edge is None:
+                    continue
+                child, nr = edge
+                if needed is not None and child not in needed:
+                    continue
+                if g is not None:
+                    g = _adjust(g, node._in_meta[i])
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * child.num_outputs
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                remaining = deps[child] - 1
+                deps[child] = remaining
+                if remaining == 0:
+                    if child not in buffers:
+                        buffers[child] = [None] * child.num_outputs
+                    heapq.heappush(ready, (-child._seq, id(child), child))
+    finally:
+        grad_mode._state.enabled = prev_mode
+
+    if inputs is not None and accumulate:
+        # backward(inputs=[non_leaf]) accumulates into that tensor's .grad too.
+        for t, r in zip(inputs, results):
+            if t.grad_fn is not None and r is not None:
+                r = r if create_graph else r.detach()
+                t.grad = r if t.grad is None else t.grad + r
+    if inputs is not None and not accumulate:
+        for i, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior.")
+    return results
+
+
+def _call_pre_hooks(node, grads):
+    if node._tensor_pre_hooks:
+        for nr, hooks in node._tensor_pre_hooks.items():
+            for hook in list(hooks.values()):
+                if grads[nr] is not None:
+                    out = hook(grads[nr])
+                    if out is not None:
+                        grads[nr] = out
+    if node._retained:
+        for nr, ref in node._retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                t.grad = grads[nr] if t.grad is None else t.grad + grads[nr]
+                if not grad_mode._state.enabled:
+                    t.grad = t.grad.detach()
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks.values()):
+            out = hook(tuple(grads))
+            if out is not None:
+                grads = list(out)
+    return grads
+
+
+def _call_node(node, grads):
+    if all(g is None for g in grads):
+        return (None,) * len(node.next_functions)
+    out = node.backward(*grads)
+    if not isinstance(out, tuple):
+        out = (out,)
+    if len(out) != len(node.next_functions):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(node.next_functions)}, got {len(out)})")
+    if anomaly_mode._enabled and anomaly_mode._check_nan:
+        for i, g in enumerate(out):
+            if g is not None and g.isnan().any().item():
+                trace = "".join(node._trace) if node._trace else "(no forward trace recorded)"
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                                   f"output.\nTraceback of the forward call that caused the error:\n{trace}")
+    if node._hooks:
+        for hook in list(node._hooks.values()):
+            res = hook(out, tuple(grads))
+            if res is not None:
+                out = tuple(res)
+    return out

@@ -1,0 +1,166 @@
+"""``ember.autograd.Function``: user-defined ops with a hand-written backward, as in PyTorch.
+
+``forward(ctx, *args)`` runs without recording; its tensor outputs get a node whose
+``backward`` calls the class's ``backward(ctx, *grads)``. The node *is* the ctx, so
+``ctx.save_for_backward`` stores version-checked saved tensors on the graph itself.
+"""
+import functools
+
+from . import grad_mode
+from .graph import Node, SavedTensor, init_node
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+
+class FunctionCtx:
+    """The methods available on ``ctx`` inside ``forward``/``setup_context``/``backward``."""
+
+    def save_for_backward(self, *tensors):
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        return Node.saved_tensors.fget(self)
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The graph node of a custom Function: ``backward`` delegates to the user's class."""
+    __slots__ = ()
+    _forward_cls = None
+
+    def backward(self, *grads):
+        if self.__dict__.get("materialize_grads", True):
+            grads = tuple(g if g is not None else _zeros_for(meta)
+                          for g, meta in zip(grads, self._out_meta))
+        result = self._forward_cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        positions = self._tensor_positions
+        if len(result) < len(self._arg_count_list):
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                               f"(expected {len(self._arg_count_list)}, got {len(result)})")
+        extra = result[len(self._arg_count_list):]
+        if any(g is not None for g in extra):
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                               f"(expected {len(self._arg_count_list)}, got {len(result)})")
+        return tuple(result[i] for i in positions)
+
+    def name(self):
+        return type(self).__name__
+
+
+def _zeros_for(meta):
+    from ..ops import zeros
+    shape, dtype, device = meta
+    return zeros(shape, dtype=dtype, device=device)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
+                                 {"__slots__": (), "_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with ``@staticmethod forward(ctx, ...)`` and ``backward(ctx, *grads)``, then call
+    ``YourFunction.apply(...)``. ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``
+    (PyTorch 2's split form) is supported too."""
+
+    generate_vmap_rule = False
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your "
+                                  "custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .._tensor import Tensor, _wrap
+        node_cls = cls._backward_cls
+        ctx = node_cls.__new__(node_cls)
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        ctx._tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx._arg_count_list = args
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx._to_save = ()
+        ctx._dirty = ()
+        ctx._non_diff = ()
+        uses_setup = cls.setup_context is not Function.setup_context
+        with grad_mode.no_grad():
+            if uses_setup:
+                outputs = cls.forward(*args, **kwargs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        if uses_setup:
+            cls.setup_context(ctx, args, outputs)
+        is_tuple = isinstance(outputs, tuple)
+        outs = outputs if is_tuple else (outputs,)
+        record = grad_mode.is_grad_enabled() and any(t._requires_grad for t in tensor_args)
+        init_node(ctx, tensor_args)
+        dirty = {id(t) for t in ctx._dirty}
+        non_diff = {id(t) for t in ctx._non_diff}
+        input_ids = {id(t) for t in tensor_args}
+        result = []
+        out_meta = []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                result.append(o)
+                out_meta.append(None)
+                continue
+            if id(o) in input_ids and id(o) not in dirty:
+                # An input returned unchanged becomes a new alias so it can carry this node.
+                o = o.detach()
+            if id(o) in dirty:
+                o._bump_version()
+            out_meta.append((o._data.shape, o._dtype, o._device))
+            if record and id(o) not in non_diff and (o._dtype.is_floating_point or o._dtype.is_complex):
+                o.grad_fn = ctx
+                o._requires_grad = True
+                o._output_nr = i
+            result.append(o)
+        ctx._out_meta = out_meta
+        ctx.num_outputs = len(outs)
+        ctx._saved = tuple(SavedTensor(t, is_output=t.grad_fn is ctx) if t is not None else None
+                           for t in ctx._to_save)
+        return tuple(result) if is_tuple else result[0]
+
+
+def once_differentiable(fn):
+    """Marks a backward that computes on raw values: it runs without recording a graph."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with grad_mode.no_grad():
+            return fn(ctx, *args)
+    return wrapper
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass

@@ -1,0 +1,217 @@
+"""The autograd graph: ``Node`` (a tensor's ``grad_fn``), saved tensors with version checks,
+and ``AccumulateGrad``, the node that writes a leaf's ``.grad``.
+
+An op that records itself creates one Node subclass instance. ``next_functions`` holds, per
+input, the edge ``(node, output_nr)`` its gradient flows to (``None`` for inputs that need no
+gradient); ``_in_meta`` holds each input's (shape, dtype) so that the engine, not every op,
+sum-reduces broadcast gradients and casts them back to the input's dtype.
+"""
+import itertools
+import traceback
+
+from . import grad_mode
+from . import anomaly_mode
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "VersionCounter"]
+
+_sequence = itertools.count()
+
+
+class VersionCounter:
+    """Shared by a tensor and all its views; bumped by every in-place write."""
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class _Freed:
+    """Marks a node whose saved tensors were released after a backward without retain_graph."""
+
+
+FREED = _Freed()
+
+
+def freed_graph_error():
+    return RuntimeError(
+        "Trying to backward through the graph a second time (or directly access saved tensors "
+        "after they have already been freed). Saved intermediate values of the graph are freed "
+        "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+        "backward through the graph a second time or if you need to access saved tensors after "
+        "calling backward.")
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved.
+
+    An op's own output is kept as its array plus metadata rather than as the Tensor, so the
+    output does not keep its grad_fn alive through a reference cycle; unpacking rebuilds a tensor
+    whose grad_fn is the saving node, which is what double backward needs."""
+    __slots__ = ("tensor", "data", "version", "vc", "is_output", "meta")
+
+    def __init__(self, t, is_output=False):
+        vc = t._vc
+        if vc is None:
+            vc = t._vc = VersionCounter()
+        self.vc = vc
+        self.version = vc.value
+        self.is_output = is_output
+        if is_output:
+            self.tensor = None
+            self.data = t._data
+            self.meta = (t._dtype, t._device, t._backend, t._output_nr)
+        else:
+            self.tensor = t
+
+    def unpack(self, node):
+        if self.vc.value != self.version:
+            if self.is_output:
+                dtype, where = self.meta[0], f", which is output {self.meta[3]} of {node.name()},"
+                shape = tuple(self.data.shape)
+            else:
+                t = self.tensor
+                dtype, shape = t._dtype, tuple(t._data.shape)
+                where = (f", which is output {t._output_nr} of {t.grad_fn.name()},"
+                         if t.grad_fn is not None else "")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{_type_name(dtype)} {list(shape)}]{where} is at version "
+                f"{self.vc.value}; expected version {self.version} instead. Hint: enable anomaly "
+                "detection to find the operation that failed to compute its gradient, with "
+                "ember.autograd.set_detect_anomaly(True).")
+        if not self.is_output:
+            return self.tensor
+        from .._tensor import _wrap_with
+        dtype, device, backend, output_nr = self.meta
+        t = _wrap_with(self.data, dtype, device, backend)
+        t._vc = self.vc
+        t.requires_grad = True
+        t.grad_fn = node
+        t._output_nr = output_nr
+        return t
+
+
+def _type_name(dtype):
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+             "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+             "bool": "BoolTensor"}
+    return "ember." + names.get(dtype.name, dtype.name)
+
+
+class Node:
+    """A backward function. Subclasses implement ``backward(*grad_outputs) -> tuple``, written in
+    differentiable Ember ops so that ``create_graph=True`` can differentiate it again."""
+    __slots__ = ("next_functions", "_in_meta", "_seq", "_saved", "_pre_hooks", "_hooks",
+                 "_tensor_pre_hooks", "_retained", "_trace", "__weakref__", "__dict__")
+    #: how many outputs the forward produced (multi-output ops override)
+    num_outputs = 1
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is FREED:
+            raise freed_graph_error()
+        return tuple(s.unpack(self) if s is not None else None for s in saved)
+
+    def save(self, *tensors):
+        self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+
+    def backward(self, *grad_outputs):
+        raise NotImplementedError(f"{self.name()} does not implement backward")
+
+    def release(self):
+        if self._saved:
+            self._saved = FREED
+
+    # hooks, as torch.autograd.graph.Node
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node computed its input gradients."""
+        from ..utils.hooks import RemovableHandle
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return replacement gradients."""
+        from ..utils.hooks import RemovableHandle
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = fn
+        return handle
+
+    @property
+    def metadata(self):
+        return self.__dict__.setdefault("_metadata", {})
+
+
+def init_node(node, inputs):
+    """Fill the graph fields of a freshly made node from its input tensors."""
+    node.next_functions = tuple(_edge(t) if t is not None and t.requires_grad else None
+                                for t in inputs)
+    node._in_meta = tuple((t._data.shape, t._dtype, t._device) if t is not None else None
+                          for t in inputs)
+    node._seq = next(_sequence)
+    node._saved = ()
+    node._pre_hooks = node._hooks = node._tensor_pre_hooks = node._retained = None
+    node._trace = traceback.format_stack()[:-2] if anomaly_mode._enabled else None
+    return node
+
+
+def _edge(t):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    return (accumulate_grad_node(t), 0)
+
+
+def accumulate_grad_node(t):
+    """The single AccumulateGrad node of leaf ``t`` (held weakly by the tensor, as in PyTorch)."""
+    ref = t._grad_acc
+    node = ref() if ref is not None else None
+    if node is None:
+        import weakref
+        node = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(node)
+    return node
+
+
+class AccumulateGrad(Node):
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self._in_meta = ()
+        self._seq = -1  # runs last among ready nodes, like PyTorch's max sequence number
+        self._saved = ()
+        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retained = None
+        self._trace = None
+
+    def accumulate(self, grad, create_graph):
+        var = self.variable
+        for hook in list((var._backward_hooks or {}).values()):
+            result = hook(grad)
+            if result is not None:
+                grad = result
+        if grad_mode.is_grad_enabled() and create_graph:
+            var.grad = grad if var.grad is None else var.grad + grad
+        elif var.grad is None:
+            # A gradient may be shared (add's backward hands one tensor to both inputs, or the
+            # user's own `gradient`), and .grad is accumulated in place later: own a copy.
+            var.grad = grad.detach().clone()
+        elif var.grad.requires_grad:
+            var.grad = (var.grad + grad).detach()
+        else:
+            var.grad.add_(grad.detach())
+        for hook in list((var._post_acc_hooks or {}).values()):
+            hook(var)

@@ -1,0 +1,74 @@
+"""The backend registry: a device type ("cpu", "cuda", a third party's name) maps to a Backend.
+
+A backend is registered once, under its device type, as a factory taking the device index;
+``get_backend(device)`` builds one instance per concrete device and caches it. Op code never
+names a backend: it asks a tensor for ``tensor._backend`` and computes through it.
+"""
+from .base import Backend, BackendUnavailableError
+
+__all__ = ["Backend", "BackendUnavailableError", "register_backend", "get_backend",
+           "is_known_device_type", "registered_device_types"]
+
+_FACTORIES = {}
+_INSTANCES = {}
+
+
+def register_backend(device_type, factory, *, replace=False):
+    """Register ``factory(index) -> Backend`` for ``device_type``.
+
+    ``factory`` is called lazily, the first time a tensor is made on that device, so a backend
+    whose array library is missing costs nothing until it is used."""
+    if not device_type.isidentifier():
+        raise ValueError(f"device type must be an identifier, got {device_type!r}")
+    if device_type in _FACTORIES and not replace:
+        raise RuntimeError(f"a backend for device type '{device_type}' is already registered")
+    _FACTORIES[device_type] = factory
+    for key in [k for k in _INSTANCES if k[0] == device_type]:
+        del _INSTANCES[key]
+
+
+def unregister_backend(device_type):
+    _FACTORIES.pop(device_type, None)
+    for key in [k for k in _INSTANCES if k[0] == device_type]:
+        del _INSTANCES[key]
+
+
+def is_known_device_type(device_type):
+    return device_type in _FACTORIES
+
+
+def registered_device_types():
+    return tuple(_FACTORIES)
+
+
+def get_backend(device):
+    """The backend instance for an ``ember.device`` (index None means the current one, 0)."""
+    key = (device.type, device.index or 0)
+    backend = _INSTANCES.get(key)
+    if backend is None:
+        factory = _FACTORIES.get(device.type)
+        if factory is None:
+            raise RuntimeError(f"no backend is registered for device type '{device.type}'")
+        backend = _INSTANCES[key] = factory(device.index or 0)
+    return backend
+
+
+def _cpu_factory(index):
+    if index != 0:
+        raise RuntimeError(f"Invalid device: cpu:{index}; the CPU backend has a single device, cpu:0")
+    from .numpy_backend import NumpyBackend
+    return NumpyBackend()
+
+
+def _cuda_factory(index):
+    try:
+        from .cupy_backend import CupyBackend
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "CUDA is not available: Ember's CUDA backend needs CuPy, which is not installed "
+            "(pip install 'ember[cuda]')") from exc
+    return CupyBackend(index)
+
+
+register_backend("cpu", _cpu_factory)
+register_backend("cuda", _cuda_factory)

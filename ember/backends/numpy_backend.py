@@ -1,0 +1,81 @@
+"""The CPU backend, on NumPy: the reference implementation of the Backend contract."""
+import math
+
+import numpy as np
+import ml_dtypes
+
+from .base import Backend
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_F32 = np.dtype(np.float32)
+
+try:  # SciPy is optional: it makes erf/erfinv vectorised C instead of a Python loop.
+    from scipy import special as _scipy_special
+except ImportError:  # pragma: no cover - exercised only where SciPy is absent
+    _scipy_special = None
+
+
+def _erfinv_scalar(y):
+    # Giles' single-precision approximation, then two Newton steps on math.erf for double accuracy.
+    if y <= -1.0:
+        return -math.inf if y == -1.0 else math.nan
+    if y >= 1.0:
+        return math.inf if y == 1.0 else math.nan
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5.0:
+        w -= 2.5
+        p = 2.81022636e-08
+        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941):
+            p = c + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                  0.00943887047, 1.00167406, 2.83297682):
+            p = c + p * w
+    x = p * y
+    for _ in range(2):
+        x -= (math.erf(x) - y) / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+_erf_loop = np.vectorize(math.erf, otypes=[np.float64])
+_erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
+
+
+class NumpyBackend(Backend):
+    device_type = "cpu"
+    xp = np
+
+    def asarray(self, data, np_dtype=None, copy=None):
+        return np.array(data, dtype=np_dtype, copy=copy) if copy else np.asarray(data, dtype=np_dtype)
+
+    def to_numpy(self, array):
+        return array
+
+    def data_ptr(self, array):
+        return array.__array_interface__["data"][0]
+
+    def matmul(self, a, b):
+        # NumPy has no BLAS path for float16/bfloat16 (bfloat16 matmul even returns float32):
+        # multiply in float32 and round back, which is what PyTorch's CPU kernels do.
+        if a.dtype in _LOW_PRECISION:
+            return np.matmul(a.astype(_F32), b.astype(_F32)).astype(a.dtype)
+        return np.matmul(a, b)
+
+    def index_add(self, target, index, values):
+        np.add.at(target, index, values)
+
+    def erf(self, x):
+        if _scipy_special is not None:
+            return _scipy_special.erf(x)
+        return _erf_loop(x).astype(x.dtype, copy=False)
+
+    def erfinv(self, x):
+        if _scipy_special is not None:
+            return _scipy_special.erfinv(x)
+        return _erfinv_loop(x).astype(x.dtype, copy=False)
+
+    def random_bits_generator(self, seed):
+        return np.random.Generator(np.random.PCG64(seed))

@@ -1,0 +1,166 @@
+"""Ember's ops, by family. Importing this package also attaches them to ``Tensor`` as methods
+and operators (``t.exp()``, ``a + b``, ``t.add_(x)``), so one definition serves ``ember.exp``,
+``Tensor.exp`` and (later) ``nn.functional``."""
+from .elementwise import *  # noqa: F401,F403
+from .elementwise import _UNARY
+from .reduce import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .creation import *  # noqa: F401,F403
+from .inplace import copy_, fill_, zero_, inplace
+from . import elementwise, reduce, shape, indexing, linalg, creation, inplace as _inplace_mod
+from .._tensor import Tensor
+
+# ---- methods that are the same function as the module-level op ------------------------------
+_METHODS = [
+    # elementwise
+    "add", "sub", "mul", "div", "true_divide", "divide", "multiply", "subtract", "floor_divide",
+    "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot", "maximum", "minimum",
+    "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+    "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+    "isclose", "allclose", "equal", "negative", "absolute", "arcsin", "arccos", "arctan",
+    "arcsinh", "arccosh", "arctanh", "fix", "positive", "round", "logit", "clamp", "clip",
+    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy",
+    *_UNARY,
+    # reductions
+    "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+    "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
+    "softmax", "log_softmax",
+    # shape
+    "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+    "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
+    "expand", "expand_as", "broadcast_to", "sum_to_size", "narrow", "select", "diagonal",
+    "unbind", "split", "tensor_split", "chunk", "hsplit", "vsplit", "clone", "contiguous",
+    "flip", "fliplr", "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu",
+    "diag", "diag_embed", "diagflat",
+    # indexing
+    "gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
+    "masked_fill", "masked_select", "take_along_dim", "take", "nonzero", "argwhere", "sort",
+    "argsort", "msort", "topk",
+    # linalg
+    "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
+    "baddbmm", "addbmm",
+    # creation / conversion
+    "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
+    "bernoulli", "multinomial",
+    "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
+    "cauchy_", "copy_", "fill_", "zero_",
+]
+for _name in _METHODS:
+    setattr(Tensor, _name, globals()[_name])
+for _name, _dtype in creation.CAST_METHODS.items():
+    setattr(Tensor, _name, creation._caster(_dtype))
+Tensor.type = creation.type_
+Tensor.where = lambda self, condition, other: where(condition, self, other)
+Tensor.__getitem__ = indexing.getitem
+Tensor.__setitem__ = indexing.setitem
+
+
+@property
+def _T(self):
+    return self.permute(tuple(range(self.ndim - 1, -1, -1)))
+
+
+@property
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+Tensor.T = _T
+Tensor.mT = _mT
+Tensor.H = _T
+Tensor.mH = _mT
+
+
+# ---- in-place variants: one generic wrapper per out-of-place op ---------------------------------
+def _make_inplace(fn):
+    def method(self, *args, **kwargs):
+        return inplace(self, fn, *args, **kwargs)
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+_INPLACE = [
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "atan2", "hypot", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "nan_to_num", "round",
+    "logit", "neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "masked_fill", "scatter", "scatter_add", "index_add",
+    "tril", "triu", "cumsum", "cumprod", "eq", "ne", "lt", "le", "gt", "ge", "negative",
+    "multiply", "subtract", "divide", "xlogy",
+    *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
+]
+for _name in _INPLACE:
+    setattr(Tensor, _name + "_", _make_inplace(globals()[_name]))
+
+
+# ---- Python operators ------------------------------------------------------------------------
+def _reflect(fn):
+    def method(self, other):
+        from ._dispatch import as_tensor_on
+        return fn(as_tensor_on(other, self), self)
+    return method
+
+
+def _binary_operator(fn):
+    def method(self, other):
+        if not isinstance(other, (Tensor, int, float, bool, complex)) and not hasattr(other, "dtype"):
+            return NotImplemented
+        return fn(self, other)
+    return method
+
+
+Tensor.__add__ = _binary_operator(add)
+Tensor.__radd__ = _binary_operator(add)
+Tensor.__sub__ = _binary_operator(sub)
+Tensor.__rsub__ = lambda self, other: rsub(self, other)
+Tensor.__mul__ = _binary_operator(mul)
+Tensor.__rmul__ = _binary_operator(mul)
+Tensor.__truediv__ = _binary_operator(div)
+Tensor.__rtruediv__ = _reflect(div)
+Tensor.__floordiv__ = _binary_operator(floor_divide)
+Tensor.__rfloordiv__ = _reflect(floor_divide)
+Tensor.__mod__ = _binary_operator(remainder)
+Tensor.__rmod__ = _reflect(remainder)
+Tensor.__pow__ = _binary_operator(pow)
+Tensor.__rpow__ = lambda self, other: pow(other, self)
+Tensor.__matmul__ = lambda self, other: matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other, Tensor) else NotImplemented
+Tensor.__neg__ = neg  # noqa: F405
+Tensor.__pos__ = positive
+Tensor.__abs__ = abs  # noqa: F405
+Tensor.__invert__ = bitwise_not
+Tensor.__and__ = _binary_operator(bitwise_and)
+Tensor.__rand__ = _binary_operator(bitwise_and)
+Tensor.__or__ = _binary_operator(bitwise_or)
+Tensor.__ror__ = _binary_operator(bitwise_or)
+Tensor.__xor__ = _binary_operator(bitwise_xor)
+Tensor.__rxor__ = _binary_operator(bitwise_xor)
+Tensor.__lshift__ = _binary_operator(bitwise_left_shift)
+Tensor.__rshift__ = _binary_operator(bitwise_right_shift)
+Tensor.__eq__ = _binary_operator(eq)
+Tensor.__ne__ = _binary_operator(ne)
+Tensor.__lt__ = _binary_operator(lt)
+Tensor.__le__ = _binary_operator(le)
+Tensor.__gt__ = _binary_operator(gt)
+Tensor.__ge__ = _binary_operator(ge)
+Tensor.__hash__ = lambda self: id(self)
+
+for _op, _name in [("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"),
+                   ("__itruediv__", "div_"), ("__ifloordiv__", "floor_divide_"),
+                   ("__imod__", "remainder_"), ("__ipow__", "pow_"), ("__iand__", "bitwise_and_"),
+                   ("__ior__", "bitwise_or_"), ("__ixor__", "bitwise_xor_")]:
+    setattr(Tensor, _op, getattr(Tensor, _name))
+
+
+def _imatmul(self, other):
+    return _inplace_mod.write_result(self, matmul(self, other))
+
+
+Tensor.__imatmul__ = _imatmul

@@ -1,0 +1,525 @@
+"""Indexing: ``tensor[key]`` and ``tensor[key] = value``, gather/scatter, index_select/index_add,
+masks, nonzero and sorting. Basic indexing (ints, slices, None, ...) returns views; tensor and
+list indices follow NumPy's advanced-indexing rules, which PyTorch shares."""
+import builtins
+import operator
+
+from numpy import generic as _np_generic
+
+from .. import _dtype as dt
+from ._dispatch import Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim, \
+    device_mismatch, as_tensor_on, cast
+from .shape import make_view, SliceBackward0, SelectBackward0, scatter_into_view
+from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
+from ..autograd.grad_mode import _state as _grad_state
+
+
+def _needs(t):
+    return t._requires_grad and _grad_state.enabled
+
+
+# ---------------------------------------------------------------------------------------------
+# tensor[key]
+# ---------------------------------------------------------------------------------------------
+
+def _convert_key(input, key):
+    """Split a user key into a backend key; report whether it is basic (so a view)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    basic = True
+    xp = input._backend.xp
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            if isinstance(k, slice):
+                if k.step is not None and operator.index(k.step) <= 0:
+                    raise ValueError("step must be greater than zero")
+                k = slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop, k.step)))
+            out.append(k)
+        elif isinstance(k, Tensor):
+            if k._device is not input._device:
+                raise device_mismatch(input, k)
+            if k._dtype._kind >= 2:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            data = k._data
+            if k._dtype is dt.uint8:
+                data = data.astype(bool)
+            if k._data.ndim == 0 and k._dtype._kind == 1:
+                out.append(int(k.item()))  # a 0-d integer tensor indexes like an int: a view
+                continue
+            out.append(data)
+            basic = False
+        elif isinstance(k, bool):
+            out.append(xp.asarray(k))
+            basic = False
+        elif isinstance(k, (list, range)):
+            arr = xp.asarray(list(k) if isinstance(k, range) else k)
+            if arr.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            if arr.size == 0:
+                arr = arr.astype("int64")
+            out.append(arr)
+            basic = False
+        else:
+            try:
+                out.append(operator.index(k))
+            except TypeError:
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                                 "byte Variables are valid indices (got "
+                                 f"{type(k).__name__})") from None
+    return tuple(out), basic
+
+
+def _basic_index(arr, key):
+    try:
+        data = arr[key]
+    except IndexError as exc:
+        raise IndexError(str(exc).replace("axis", "dimension")) from None
+    if isinstance(data, _np_generic):
+        # Every dim indexed by an int: NumPy returns a scalar; a trailing ... keeps a 0-d view.
+        data = arr[tuple(k for k in key if k is not Ellipsis) + (Ellipsis,)]
+    return data
+
+
+class IndexBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return index_put(grad.new_zeros(self.in_shape), self.key, grad, accumulate=True,
+                         _converted=True)
+
+
+def getitem(input, key):
+    nkey, basic = _convert_key(input, key)
+    if basic:
+        if input._data.ndim == 0 and any(isinstance(k, int) for k in nkey):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        data = _basic_index(input._data, nkey)
+        replay = lambda t: getitem(t, nkey)  # noqa: E731
+        out = make_view(input, data, replay)
+        if _needs(input):
+            record(SliceBackward0, (input,), out, in_shape=input._data.shape, replay=replay)
+        return out
+    try:
+        data = input._data[nkey]
+    except IndexError as exc:
+        raise IndexError(str(exc).replace("axis", "dimension")) from None
+    out = _wrap(data, input._dtype, input)
+    if _needs(input):
+        record(IndexBackward0, (input,), out, in_shape=input._data.shape, key=nkey)
+    return out
+
+
+class IndexPutBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        key = self.key
+        g_self = None
+        if self.next_functions[0] is not None:
+            g_self = grad if self.accumulate else index_put(grad, key, 0.0, _converted=True)
+        g_value = None
+        if self.next_functions[1] is not None:
+            g_value = getitem_converted(grad, key)
+        return g_self, g_value
+
+
+def getitem_converted(t, nkey):
+    out = _wrap(t._data[nkey], t._dtype, t)
+    if _needs(t):
+        record(IndexBackward0, (t,), out, in_shape=t._data.shape, key=nkey)
+    return out
+
+
+def index_put(input, indices, values, accumulate=False, *, _converted=False):
+    nkey = indices if _converted else _convert_key(input, tuple(indices) if isinstance(
+        indices, list) else indices)[0]
+    vt = values if isinstance(values, Tensor) else None
+    if vt is not None and vt._device is not input._device:
+        raise device_mismatch(input, vt)
+    data = input._data.copy()
+    v = cast(vt._data, input._dtype) if vt is not None else values
+    if accumulate:
+        target_shape = data[nkey].shape
+        xp = input._backend.xp
+        input._backend.index_add(data, nkey, xp.broadcast_to(xp.asarray(v, dtype=data.dtype), target_shape))
+    else:
+        try:
+            data[nkey] = v
+        except ValueError as exc:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(getattr(v, 'shape', ()))} "
+                               f"cannot be broadcast to indexing result of shape "
+                               f"{list(data[nkey].shape)}") from exc
+    out = _wrap(data, input._dtype, input)
+    if needs_grad(input, vt):
+        record(IndexPutBackward0, (input, vt), out, key=nkey, accumulate=accumulate)
+    return out
+
+
+def setitem(input, key, value):
+    from .inplace import inplace, copy_
+    nkey, basic = _convert_key(input, key)
+    if basic:
+        view = getitem(input, key)
+        copy_(view, value)
+        return
+    if isinstance(value, Tensor) and value._dtype is not input._dtype:
+        value = value.to(input._dtype)
+    inplace(input, index_put, nkey, value, _converted=True)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    from .inplace import inplace
+    return inplace(input, index_put, indices, values, accumulate)
+
+
+# ---------------------------------------------------------------------------------------------
+# gather / scatter
+# ---------------------------------------------------------------------------------------------
+
+def _coords(xp, index_arr, d):
+    """Full index arrays addressing, along ``d``, the positions in ``index_arr``."""
+    nd = index_arr.ndim
+    coords = []
+    for k in range(nd):
+        if k == d:
+            coords.append(index_arr)
+        else:
+            shape = [1] * nd
+            shape[k] = index_arr.shape[k]
+            coords.append(xp.arange(index_arr.shape[k]).reshape(shape))
+    return tuple(coords)
+
+
+def _check_index(input, dim, index, name):
+    if index._dtype is not dt.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    nd = builtins.max(input._data.ndim, 1)
+    if index._data.ndim != input._data.ndim and not (index._data.ndim <= 1 and input._data.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if index._device is not input._device:
+        raise device_mismatch(input, index)
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d] if input._data.ndim else 1
+    if index._data.size:
+        lo, hi = int(index._data.min()), int(index._data.max())
+        if lo < -size or hi >= size:
+            raise RuntimeError(f"index {hi if hi >= size else lo} is out of bounds for dimension {d} "
+                               f"with size {size}")
+    return d
+
+
+class GatherBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        return grad.new_zeros(self.in_shape).scatter_add(self.dim, index, grad)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    d = _check_index(input, dim, index, "gather")
+    xp = input._backend.xp
+    idx = index._data
+    data = input._data
+    if data.ndim == 0:
+        out_data = xp.broadcast_to(data, idx.shape).copy()
+    else:
+        for k in range(idx.ndim):
+            if k != d and idx.shape[k] > data.shape[k]:
+                raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                                   f"{list(idx.shape)} to be no larger than self "
+                                   f"{list(data.shape)} apart from dimension {d}")
+        out_data = data[_coords(xp, idx, d)]
+    out = _wrap(out_data, input._dtype, input)
+    if _needs(input):
+        record(GatherBackward0, (input,), out, save=(index,), dim=d, in_shape=input._data.shape)
+    return out
+
+
+class ScatterBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        d = self.dim
+        g_self = g_src = None
+        if self.next_functions[0] is not None:
+            g_self = grad if self.add else grad.scatter(d, index, 0.0)
+        if self.next_functions[1] is not None:
+            g_src = _pad_to(grad.gather(d, index), self.src_shape)
+        return g_self, g_src
+
+
+def _pad_to(g, shape):
+    if tuple(g.shape) == tuple(shape):
+        return g
+    region = tuple(slice(0, n) for n in g.shape)
+    return scatter_into_view(g, tuple(shape), lambda t: t[region])
+
+
+def _scatter(input, dim, index, src, add, reduce=None):
+    d = _check_index(input, dim, index, "scatter_add" if add else "scatter")
+    xp = input._backend.xp
+    data = input._data.copy()
+    idx = index._data
+    st = src if isinstance(src, Tensor) else None
+    if st is not None:
+        if st._device is not input._device:
+            raise device_mismatch(input, st)
+        if st._dtype is not input._dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+        region = tuple(slice(0, n) for n in idx.shape)
+        values = st._data[region] if st._data.ndim else st._data
+    else:
+        values = xp.asarray(src, dtype=data.dtype)
+    if data.ndim == 0:
+        coords = ()
+    else:
+        coords = _coords(xp, idx, d)
+    values = xp.broadcast_to(values, idx.shape)
+    if add or reduce in ("add", "sum"):
+        input._backend.index_add(data, coords, values)
+    elif reduce in ("multiply", "prod"):
+        xp.multiply.at(data, coords, values)
+    elif reduce is None:
+        data[coords] = values
+    else:
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    out = _wrap(data, input._dtype, input)
+    if needs_grad(input, st):
+        if reduce is not None and reduce not in ("add", "sum"):
+            raise NotImplementedError("the gradient of scatter with reduce='multiply' is not implemented")
+        record(ScatterBackward0, (input, st), out, save=(index,), dim=d, add=add or reduce is not None,
+               src_shape=st._data.shape if st is not None else None)
+    return out
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    if src is None:
+        src = value
+    return _scatter(input, dim, index, src, False, reduce)
+
+
+def scatter_add(input, dim, index, src):
+    return _scatter(input, dim, index, src, True)
+
+
+class IndexSelectBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        return grad.new_zeros(self.in_shape).index_add(self.dim, index, grad)
+
+
+def index_select(input, dim, index):
+    if index._data.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._dtype._kind != 1:
+        raise IndexError("index_select(): Expected dtype int32/int64 for index")
+    if index._device is not input._device:
+        raise device_mismatch(input, index)
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    xp = input._backend.xp
+    idx = index._data.reshape(-1)
+    size = input._data.shape[d] if nd else 1
+    if idx.size and (int(idx.min()) < -size or int(idx.max()) >= size):
+        raise IndexError(f"index out of range in self")
+    if nd:
+        data = xp.take(input._data, idx, axis=d)
+    else:
+        data = xp.take(input._data.reshape(1), idx, axis=0).reshape(() if index._data.ndim == 0 else (-1,))
+    out = _wrap(data, input._dtype, input)
+    if _needs(input):
+        record(IndexSelectBackward0, (input,), out, save=(index,), dim=d, in_shape=input._data.shape)
+    return out
+
+
+class IndexAddBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        g_src = None
+        if self.next_functions[1] is not None:
+            g_src = grad.index_select(self.dim, index)
+            if self.alpha != 1:
+                g_src = g_src * self.alpha
+        return grad, g_src
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    if source._device is not input._device or index._device is not input._device:
+        raise device_mismatch(input, source if source._device is not input._device else index)
+    xp = input._backend.xp
+    data = input._data.copy()
+    src = cast(source._data, input._dtype)
+    if alpha != 1:
+        src = src * alpha
+    key = (slice(None),) * d + (index._data.reshape(-1),)
+    if nd == 0:
+        data = data + src.reshape(())
+    else:
+        input._backend.index_add(data, key, src)
+    out = _wrap(xp.asarray(data), input._dtype, input)
+    if needs_grad(input, source):
+        record(IndexAddBackward0, (input, source), out, save=(index,), dim=d, alpha=alpha)
+    return out
+
+
+class MaskedFillBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (mask,) = self.saved_tensors
+        g_self = grad.masked_fill(mask, 0) if self.next_functions[0] is not None else None
+        g_val = None
+        if self.next_functions[1] is not None:
+            g_val = (grad * mask.to(grad.dtype)).sum()
+        return g_self, g_val
+
+
+def masked_fill(input, mask, value):
+    if mask._dtype is not dt.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask._dtype}")
+    if mask._device is not input._device:
+        raise device_mismatch(input, mask)
+    xp = input._backend.xp
+    vt = value if isinstance(value, Tensor) else None
+    if vt is not None and vt._data.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {vt._data.ndim} dimension(s).")
+    v = vt._data.astype(input._data.dtype) if vt is not None else value
+    try:
+        m = xp.broadcast_to(mask._data, input._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({input._data.shape[-1] if input.ndim else 1}) must "
+                           f"match the size of tensor b ({mask._data.shape[-1]}) at non-singleton "
+                           "dimension") from None
+    data = xp.where(m, xp.asarray(v, dtype=input._data.dtype), input._data)
+    out = _wrap(data, input._dtype, input)
+    if needs_grad(input, vt):
+        record(MaskedFillBackward0, (input, vt), out, save=(mask,))
+    return out
+
+
+def masked_select(input, mask):
+    from .shape import broadcast_tensors
+    if mask._dtype is not dt.bool:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    a, m = broadcast_tensors(input, mask)
+    return getitem(a, m)
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    d = wrap_dim(dim, input._data.ndim)
+    shape_in = list(input.shape)
+    shape_idx = list(indices.shape)
+    shape_in[d] = 1
+    shape_idx[d] = 1
+    from .shape import broadcast_shapes
+    b = list(broadcast_shapes(shape_in, shape_idx))
+    bi = b.copy()
+    bi[d] = input.shape[d]
+    bx = b.copy()
+    bx[d] = indices.shape[d]
+    return input.expand(bi).gather(d, indices.expand(bx))
+
+
+def take(input, index):
+    return input.reshape(-1)[index]
+
+
+def nonzero(input, *, as_tuple=False):
+    xp = input._backend.xp
+    data = input._data
+    if as_tuple:
+        if data.ndim == 0:
+            return (_wrap(xp.nonzero(data.reshape(1))[0].astype("int64"), dt.int64, input),)
+        return tuple(_wrap(a.astype("int64"), dt.int64, input) for a in xp.nonzero(data))
+    return _wrap(xp.argwhere(data).astype("int64"), dt.int64, input)
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# sorting
+# ---------------------------------------------------------------------------------------------
+
+class SortBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad, _indices_grad=None):
+        (indices,) = self.saved_tensors
+        if grad is None:
+            return None
+        return grad.new_zeros(self.in_shape).scatter(self.dim, indices, grad)
+
+
+def _argsort(xp, data, d, descending):
+    if data.ndim == 0:
+        return xp.zeros((), dtype="int64")
+    if descending:
+        n = data.shape[d]
+        rev = xp.flip(data, d)
+        if data.dtype.kind == "f":
+            # NaN sorts as the largest value, so first when descending (as in PyTorch).
+            idx = xp.argsort(rev, axis=d, kind="stable")
+        else:
+            idx = xp.argsort(rev, axis=d, kind="stable")
+        return (n - 1 - xp.flip(idx, d)).astype("int64")
+    return xp.argsort(data, axis=d, kind="stable").astype("int64")
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    if isinstance(dim, bool):
+        raise TypeError("sort(): argument 'dim' must be int, not bool")
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    xp = input._backend.xp
+    idx = _argsort(xp, input._data, d, descending)
+    vals = xp.take_along_axis(input._data, idx, axis=d) if nd else input._data.copy()
+    values = _wrap(vals, input._dtype, input)
+    indices = _wrap(idx, dt.int64, input)
+    if _needs(input):
+        record(SortBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
+    return _sort_result((values, indices))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    d = wrap_dim(dim, input._data.ndim)
+    return _wrap(_argsort(input._backend.xp, input._data, d, descending), dt.int64, input)
+
+
+def msort(input):
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d] if nd else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    xp = input._backend.xp
+    idx = _argsort(xp, input._data, d, largest)
+    if nd:
+        idx = xp.take(idx, xp.arange(k), axis=d)
+        vals = xp.take_along_axis(input._data, idx, axis=d)
+    else:
+        vals = input._data.copy()
+    values = _wrap(vals, input._dtype, input)
+    indices = _wrap(idx.astype("int64"), dt.int64, input)
+    if _needs(input):
+        record(SortBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
+    return _topk_result((values, indices))

@@ -1,0 +1,856 @@
+"""Shape ops. Views share memory (and the version counter) with their base; each view remembers
+how to replay itself on another tensor (``_view_fn``), which in-place writes through views and
+the backward of slicing both use. Copying shape ops (cat, stack, flip…) follow."""
+import builtins
+import operator
+
+from .. import _dtype as dt
+from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
+                        wrap_dims, device_mismatch)
+from ..autograd.grad_mode import _state as _grad_state
+
+
+def _needs(t):
+    return t._requires_grad and _grad_state.enabled
+
+
+def make_view(base, data, replay):
+    """A tensor over ``data`` (a view of ``base``'s array) that shares ``base``'s version counter."""
+    out = _wrap(data, base._dtype, base)
+    root = base._base
+    if root is None:
+        out._base = base
+        out._view_fn = replay
+    else:
+        prev = base._view_fn
+        out._base = root
+        out._view_fn = lambda t: replay(prev(t))
+        base = root
+    vc = base._vc
+    if vc is None:
+        vc = base._ensure_vc()
+    out._vc = vc
+    return out
+
+
+def _shape_arg(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(operator.index(s) for s in args)
+
+
+def _infer_size(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Views with reshape-like backwards
+# ---------------------------------------------------------------------------------------------
+
+class ViewBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.reshape(self.in_shape)
+
+
+class UnsafeViewBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+def view(input, *shape):
+    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
+        return _view_dtype(input, shape[0])
+    shape = _infer_size(_shape_arg(shape), input._data.size)
+    try:
+        data = input._data.reshape(shape, copy=False)
+    except ValueError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.") from None
+    out = make_view(input, data, lambda t: t.view(shape))
+    if _needs(input):
+        record(ViewBackward0, (input,), out, in_shape=input._data.shape)
+    return out
+
+
+def _view_dtype(input, dtype):
+    if dtype.itemsize != input._dtype.itemsize:
+        raise RuntimeError("view(dtype) with a different element size is not supported")
+    out = make_view(input, input._data.view(dtype.np), lambda t: t.view(dtype))
+    out._dtype = dtype
+    return out
+
+
+def reshape(input, *shape):
+    shape = _infer_size(_shape_arg(shape), input._data.size)
+    try:
+        data = input._data.reshape(shape, copy=False)
+        out = make_view(input, data, lambda t: t.reshape(shape))
+        node = ViewBackward0
+    except ValueError:
+        out = _wrap(input._data.reshape(shape), input._dtype, input)
+        node = UnsafeViewBackward0
+    if _needs(input):
+        record(node, (input,), out, in_shape=input._data.shape)
+    return out
+
+
+def view_as(input, other):
+    return view(input, other._data.shape)
+
+
+def reshape_as(input, other):
+    return reshape(input, other._data.shape)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = input._data.shape
+    new = shape[:s] + (-1 if 0 not in shape[s:e + 1] else 0,) + shape[e + 1:]
+    return reshape(input, new)
+
+
+def unflatten(input, dim, sizes):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    shape = input._data.shape
+    sizes = tuple(sizes)
+    inferred = _infer_size(sizes, shape[d])
+    return view(input, shape[:d] + inferred + shape[d + 1:])
+
+
+class SqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+def squeeze(input, dim=None):
+    shape = input._data.shape
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        dims = wrap_dims(dim, len(shape))
+        axes = tuple(d for d in dims if shape[d] == 1)
+    new = tuple(s for i, s in enumerate(shape) if i not in axes)
+    out = make_view(input, input._data.reshape(new), lambda t: t.squeeze(dim))
+    if _needs(input):
+        record(SqueezeBackward0, (input,), out, in_shape=shape)
+    return out
+
+
+class UnsqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+def unsqueeze(input, dim):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd + 1)
+    shape = input._data.shape
+    out = make_view(input, input._data.reshape(shape[:d] + (1,) + shape[d:]),
+                    lambda t: t.unsqueeze(d))
+    if _needs(input):
+        record(UnsqueezeBackward0, (input,), out, in_shape=shape)
+    return out
+
+
+class PermuteBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        inverse = [0] * len(self.dims)
+        for i, d in enumerate(self.dims):
+            inverse[d] = i
+        return grad.permute(inverse)
+
+
+def permute(input, *dims):
+    dims = _shape_arg(dims)
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {nd} is not equal to len(dims) = {len(dims)}")
+    dims = wrap_dims(dims, nd)
+    out = make_view(input, input._data.transpose(dims), lambda t: t.permute(dims))
+    if _needs(input):
+        record(PermuteBackward0, (input,), out, dims=dims)
+    return out
+
+
+class TransposeBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.transpose(self.d0, self.d1)
+
+
+def transpose(input, dim0, dim1):
+    nd = input._data.ndim
+    d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    out = make_view(input, input._data.swapaxes(d0, d1), lambda t: t.transpose(d0, d1))
+    if _needs(input):
+        record(TransposeBackward0, (input,), out, d0=d0, d1=d1)
+    return out
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return transpose(input, 0, 1) if nd == 2 else input
+
+
+def adjoint(input):
+    return transpose(input, -2, -1)
+
+
+def movedim(input, source, destination):
+    nd = input._data.ndim
+    src = wrap_dims(source, nd)
+    dst = wrap_dims(destination, nd)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
+                           f"should contain the same number of dims as destination ({list(dst)} dims)")
+    order = [d for d in range(nd) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+class ExpandBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.sum_to_size(self.in_shape)
+
+
+def expand(input, *sizes):
+    sizes = _shape_arg(sizes)
+    shape = input._data.shape
+    nd = len(shape)
+    if len(sizes) < nd:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size=[{len(sizes)}]): the number "
+                           f"of sizes provided ({len(sizes)}) must be greater or equal to the number "
+                           f"of dimensions in the tensor ({nd})")
+    lead = len(sizes) - nd
+    target = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   "non-existing dimension 0")
+            target.append(s)
+        else:
+            cur = shape[i - lead]
+            if s == -1:
+                s = cur
+            elif cur != s and cur != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                                   f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
+                                   f"{list(sizes)}.  Tensor sizes: {list(shape)}")
+            target.append(s)
+    target = tuple(target)
+    if target == shape:
+        data = input._data.view()
+    else:
+        data = input._backend.xp.broadcast_to(input._data, target)
+    out = make_view(input, data, lambda x: x.expand(target))
+    if _needs(input):
+        record(ExpandBackward0, (input,), out, in_shape=shape)
+    return out
+
+
+def expand_as(input, other):
+    return expand(input, other._data.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+def broadcast_shapes(*shapes):
+    result = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        for i, s in enumerate(reversed(shape)):
+            if i >= len(result):
+                result.insert(0, s)
+            else:
+                cur = result[-1 - i]
+                if cur == 1:
+                    result[-1 - i] = s
+                elif s != 1 and s != cur:
+                    raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape")
+    from .._tensor import Size
+    return Size(result)
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*(t._data.shape for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+class SumToSizeBackward(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.expand(self.in_shape)
+
+
+def sum_to_size(input, *size):
+    """Sum ``input`` down to ``size`` (the inverse of broadcasting); the engine uses it to reduce
+    broadcast gradients."""
+    size = _shape_arg(size)
+    shape = input._data.shape
+    if shape == size:
+        return input
+    lead = len(shape) - len(size)
+    if lead < 0:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(size)
+                                      if s == 1 and shape[i + lead] != 1)
+    for i, s in enumerate(size):
+        if s != 1 and s != shape[i + lead]:
+            raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    data = input._data
+    if input._dtype in (dt.float16, dt.bfloat16):
+        data = data.astype("float32").sum(axis=axes).astype(data.dtype)
+    else:
+        data = data.sum(axis=axes)
+    data = data.reshape(size) if hasattr(data, "reshape") else data
+    out = _wrap(input._backend.xp.asarray(data).reshape(size), input._dtype, input)
+    if _needs(input):
+        record(SumToSizeBackward, (input,), out, in_shape=shape)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Views whose backward scatters into zeros (slicing, select, narrow, diagonal)
+# ---------------------------------------------------------------------------------------------
+
+class ScatterIntoViewBackward(Node):
+    """Backward of ``zeros_like(base)`` with ``replay(zeros)`` set to the input: ``replay(grad)``."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return self.replay(grad)
+
+
+def scatter_into_view(grad, base_shape, replay):
+    """``zeros(base_shape)`` with the region ``replay`` selects set to ``grad`` (differentiable)."""
+    xp = grad._backend.xp
+    z = _wrap(xp.zeros(base_shape, dtype=grad._data.dtype), grad._dtype, grad)
+    with _NoGrad():
+        region = replay(z)
+    region._data[...] = grad._data
+    if _needs(grad):
+        record(ScatterIntoViewBackward, (grad,), z, replay=replay)
+    return z
+
+
+class _NoGrad:
+    def __enter__(self):
+        self.prev = _grad_state.enabled
+        _grad_state.enabled = False
+
+    def __exit__(self, *exc):
+        _grad_state.enabled = self.prev
+
+
+class SliceBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return scatter_into_view(grad, self.in_shape, self.replay)
+
+
+class SelectBackward0(SliceBackward0):
+    __slots__ = ()
+
+
+class DiagonalBackward0(SliceBackward0):
+    __slots__ = ()
+
+
+def _record_slice(node_cls, input, out, replay):
+    if _needs(input):
+        record(node_cls, (input,), out, in_shape=input._data.shape, replay=replay)
+    return out
+
+
+def narrow(input, dim, start, length):
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    start = operator.index(start)
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    key = (slice(None),) * d + (slice(start, start + length),)
+    replay = lambda x: x.narrow(d, start, length)  # noqa: E731
+    return _record_slice(SliceBackward0, input, make_view(input, input._data[key], replay), replay)
+
+
+def select(input, dim, index):
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    index = operator.index(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {d}")
+    if index < 0:
+        index += size
+    key = (slice(None),) * d + (index,)
+    data = input._data[key]
+    if not hasattr(data, "shape") or not hasattr(data, "base"):
+        data = input._data[key + (Ellipsis,)]
+    replay = lambda x: x.select(d, index)  # noqa: E731
+    return _record_slice(SelectBackward0, input, make_view(input, data, replay), replay)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    nd = input._data.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    arr = input._data
+    shape, strides = arr.shape, arr.strides
+    if offset >= 0:
+        n = builtins.max(0, builtins.min(shape[d1], shape[d2] - offset))
+        start = offset * strides[d2]
+    else:
+        n = builtins.max(0, builtins.min(shape[d1] + offset, shape[d2]))
+        start = -offset * strides[d1]
+    rest = [i for i in range(nd) if i not in (d1, d2)]
+    new_shape = tuple(shape[i] for i in rest) + (n,)
+    new_strides = tuple(strides[i] for i in rest) + (strides[d1] + strides[d2],)
+    data = _as_strided_bytes(input._backend, arr, new_shape, new_strides, start if n else 0)
+    replay = lambda x: x.diagonal(offset, d1, d2)  # noqa: E731
+    return _record_slice(DiagonalBackward0, input, make_view(input, data, replay), replay)
+
+
+def _as_strided_bytes(backend, arr, shape, strides, byte_offset):
+    xp = backend.xp
+    flat = arr.view()
+    if byte_offset:
+        # Move the start by a whole number of elements through a 1-element slice of the buffer.
+        itemsize = arr.itemsize
+        first = xp.lib.stride_tricks.as_strided(arr, shape=(byte_offset // itemsize + 1,),
+                                                strides=(itemsize,))
+        flat = first[byte_offset // itemsize:]
+    return xp.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides)
+
+
+def unbind(input, dim=0):
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, nd)
+    n = input._data.shape[d]
+    outs = []
+    for i in range(n):
+        key = (slice(None),) * d + (i,)
+        outs.append(make_view(input, input._data[key], lambda x, i=i: x.select(d, i)))
+    if _needs(input):
+        record_multi(UnbindBackward0, (input,), outs, dim=d)
+    return tuple(outs)
+
+
+class UnbindBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, *grads):
+        ref = next(g for g in grads if g is not None)
+        grads = [g if g is not None else ref * 0 for g in grads]
+        return stack(grads, self.dim)
+
+
+def split(input, split_size_or_sections, dim=0):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and not (step == 0 and size == 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sections = [builtins.min(step, size - s) for s in range(0, size, step)] if step else [0]
+    else:
+        sections = [operator.index(s) for s in split_size_or_sections]
+        if sum(sections) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes={sections}")
+    outs, start = [], 0
+    for length in sections:
+        key = (slice(None),) * d + (slice(start, start + length),)
+        outs.append(make_view(input, input._data[key],
+                              lambda x, s=start, n=length: x.narrow(d, s, n)))
+        start += length
+    if _needs(input):
+        record_multi(SplitBackward0, (input,), outs, dim=d, sizes=sections)
+    return tuple(outs)
+
+
+class SplitBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, *grads):
+        ref = next(g for g in grads if g is not None)
+        full = []
+        for g, n in zip(grads, self.sizes):
+            if g is None:
+                shape = list(ref.shape)
+                shape[self.dim] = n
+                g = ref.new_zeros(shape)
+            full.append(g)
+        return cat(full, self.dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        q, r = divmod(size, n)
+        sections = [q + 1] * r + [q] * (n - r)
+    else:
+        idx = [0] + [builtins.min(builtins.max(int(i), 0), size) for i in indices_or_sections] + [size]
+        sections = [builtins.max(b - a, 0) for a, b in zip(idx, idx[1:])]
+    return split(input, sections, d)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    step = -(-size // chunks) if size else 1
+    return split(input, step if size else 0, d) if size else split(input, [0] * 1, d)
+
+
+def hsplit(input, sections):
+    return tensor_split(input, sections, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input, sections):
+    return tensor_split(input, sections, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Copies
+# ---------------------------------------------------------------------------------------------
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad
+
+
+def clone(input, *, memory_format=None):
+    out = _wrap(input._data.copy(), input._dtype, input)
+    if _needs(input):
+        record(CloneBackward0, (input,), out)
+    return out
+
+
+def contiguous(input, memory_format=None):
+    if input.is_contiguous():
+        return input
+    out = _wrap(input._backend.xp.ascontiguousarray(input._data), input._dtype, input)
+    if _needs(input):
+        record(CloneBackward0, (input,), out)
+    return out
+
+
+class CatBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        outs, start = [], 0
+        for n, needed in zip(self.sizes, self.next_functions):
+            outs.append(grad.narrow(self.dim, start, n) if needed is not None else None)
+            start += n
+        return tuple(outs)
+
+
+def cat(tensors, dim=0, *, out=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    # Legacy: 1-D empty tensors are skipped, as in PyTorch.
+    live = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
+    ref = live[0]
+    nd = ref._data.ndim
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(dim, nd)
+    rt = ref._dtype
+    for i, t in enumerate(live):
+        if t._device is not ref._device:
+            raise device_mismatch(ref, t)
+        if t._data.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {t._data.ndim}")
+        for k in range(nd):
+            if k != d and t._data.shape[k] != ref._data.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                   f"size {ref._data.shape[k]} but got size {t._data.shape[k]} for "
+                                   f"tensor number {i} in the list.")
+        rt = dt.promote_types(rt, t._dtype)
+    xp = ref._backend.xp
+    data = xp.concatenate([t._data.astype(rt.np, copy=False) for t in live], axis=d)
+    res = _wrap(data, rt, ref)
+    if needs_grad(*live):
+        record(CatBackward0, live, res, dim=d, sizes=[t._data.shape[d] for t in live])
+    if out is not None:
+        from .inplace import copy_into_out
+        return copy_into_out(out, res)
+    return res
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at "
+                               f"entry 0 and {list(t._data.shape)} at entry {i}")
+    d = wrap_dim(dim, len(shape) + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
+
+
+def hstack(tensors):
+    tensors = [atleast_1d(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+def dstack(tensors):
+    return cat([atleast_3d(t) for t in tensors], 2)
+
+
+def column_stack(tensors):
+    return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
+
+
+def atleast_1d(t):
+    return t.reshape(1) if t.ndim == 0 else t
+
+
+def atleast_2d(t):
+    return t.reshape(1, -1) if t.ndim < 2 else t
+
+
+def atleast_3d(t):
+    if t.ndim == 0:
+        return t.reshape(1, 1, 1)
+    if t.ndim == 1:
+        return t.reshape(1, -1, 1)
+    if t.ndim == 2:
+        return t.unsqueeze(-1)
+    return t
+
+
+class FlipBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.flip(self.dims)
+
+
+def flip(input, *dims):
+    dims = wrap_dims(_shape_arg(dims), input._data.ndim)
+    # PyTorch has no negative strides, so flip copies.
+    data = input._backend.xp.flip(input._data, dims).copy() if dims else input._data.copy()
+    out = _wrap(data, input._dtype, input)
+    if _needs(input):
+        record(FlipBackward0, (input,), out, dims=dims)
+    return out
+
+
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+class RollBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        shifts = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return grad.roll(shifts, self.dims)
+
+
+def roll(input, shifts, dims=None):
+    xp = input._backend.xp
+    if dims is None:
+        data = xp.roll(input._data.reshape(-1), shifts).reshape(input._data.shape)
+    else:
+        if isinstance(shifts, int):
+            shifts = (shifts,)
+        dims_t = wrap_dims(dims, input._data.ndim)
+        if len(shifts) != len(dims_t):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims_t)}")
+        data = xp.roll(input._data, tuple(shifts), dims_t)
+        shifts = tuple(shifts)
+    out = _wrap(data, input._dtype, input)
+    if _needs(input):
+        record(RollBackward0, (input,), out, shifts=shifts, dims=dims)
+    return out
+
+
+class RepeatBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        # Split each repeated axis into (repeats, size) and sum the repeats away.
+        reps, in_shape = self.repeats, self.in_shape
+        lead = len(reps) - len(in_shape)
+        shape = (1,) * lead + tuple(in_shape)
+        split_shape = []
+        for r, s in zip(reps, shape):
+            split_shape += [r, s]
+        g = grad.reshape(split_shape)
+        g = g.sum(tuple(range(0, 2 * len(reps), 2)))
+        return g.reshape(in_shape)
+
+
+def repeat(input, *repeats):
+    repeats = _shape_arg(repeats)
+    nd = input._data.ndim
+    if len(repeats) < nd:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    data = input._backend.xp.tile(input._data.reshape((1,) * (len(repeats) - nd) + input._data.shape),
+                                  repeats)
+    out = _wrap(data, input._dtype, input)
+    if _needs(input):
+        record(RepeatBackward0, (input,), out, repeats=repeats, in_shape=input._data.shape)
+    return out
+
+
+def tile(input, dims):
+    dims = tuple(dims)
+    nd = input._data.ndim
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    from .indexing import index_select
+    from .creation import arange_like
+    if repeats is None:  # repeat_interleave(repeats_tensor): indices
+        counts = input
+        xp = counts._backend.xp
+        return _wrap(xp.repeat(xp.arange(counts._data.shape[0]), counts._data), dt.int64, counts)
+    if dim is None:
+        input = input.reshape(-1)
+        dim = 0
+    d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    xp = input._backend.xp
+    reps = repeats._data if isinstance(repeats, Tensor) else repeats
+    if isinstance(repeats, Tensor) and repeats._data.ndim and repeats._data.shape[0] not in (1, n):
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {repeats._data.shape[0]} and input.size({d}) = {n}")
+    idx = xp.repeat(xp.arange(n), reps)
+    return index_select(input, d, _wrap(idx, dt.int64, input))
+
+
+class TrilBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.tril(self.k) if self.lower else grad.triu(self.k)
+
+
+def tril(input, diagonal=0):
+    if input._data.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    out = _wrap(input._backend.xp.tril(input._data, diagonal), input._dtype, input)
+    if _needs(input):
+        record(TrilBackward0, (input,), out, k=diagonal, lower=True)
+    return out
+
+
+def triu(input, diagonal=0):
+    if input._data.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    out = _wrap(input._backend.xp.triu(input._data, diagonal), input._dtype, input)
+    if _needs(input):
+        record(TrilBackward0, (input,), out, k=diagonal, lower=False)
+    return out
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    n = input.shape[-1] + abs(offset)
+    shape = tuple(input.shape[:-1]) + (n, n)
+    nd = len(shape)
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    base_shape = shape
+    if (d1, d2) != (nd - 2, nd - 1):
+        raise NotImplementedError("diag_embed supports the last two dimensions only")
+    return scatter_into_view(input, base_shape, lambda x: x.diagonal(offset, -2, -1))
+
+
+def diag(input, diagonal=0):
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal)
+    if nd == 2:
+        return input.diagonal(diagonal).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
+
+
+def diagflat(input, offset=0):
+    return diag(input.reshape(-1), offset)

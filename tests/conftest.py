@@ -1,0 +1,48 @@
+"""Test set-up: a second, NumPy-backed device ("testdev") registered as a third-party backend
+would be, so the whole op suite proves that ops compute through their tensor's backend."""
+import numpy as np
+import pytest
+
+import ember
+from ember.backends import register_backend, is_known_device_type
+from ember.backends.numpy_backend import NumpyBackend
+
+
+class TestDeviceBackend(NumpyBackend):
+    """NumPy arrays, but a distinct device: tensors here never mix with "cpu" ones."""
+    device_type = "testdev"
+
+    def __init__(self, index=0):
+        super().__init__()
+        self.index = index
+
+
+if not is_known_device_type("testdev"):
+    register_backend("testdev", TestDeviceBackend)
+
+DEVICES = ["cpu", "testdev"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    np.random.seed(0)
+    ember.manual_seed(0)
+    yield
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import cupy  # noqa: F401
+        has_cuda = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        has_cuda = False
+    if not has_cuda:
+        skip = pytest.mark.skip(reason="no CUDA device present")
+        for item in items:
+            if "cuda" in item.keywords:
+                item.add_marker(skip)
