@@ -1,7 +1,8 @@
 """``ember.autograd``: reverse-mode automatic differentiation on a dynamic graph."""
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                         is_grad_enabled, is_inference_mode_enabled)
-from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
+from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
+                           is_anomaly_check_nan_enabled, set_anomaly_enabled)
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .engine import run_backward
 from . import graph  # noqa: F401
@@ -35,7 +36,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
         else:
             if not is_grads_batched and tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                   f"{tuple(g.shape)} and output[{i}] has a shape of {tuple(out.shape)}.")
+                                   f"{g.shape} and output[{i}] has a shape of {out.shape}.")
             if g._dtype.is_floating_point != out._dtype.is_floating_point:
                 raise TypeError(f"For complex Tensors, both grad_output and output are required to "
                                 f"have the same dtype. Mismatch in dtype: grad_output[{i}] has a "
@@ -44,21 +45,30 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     return grads
 
 
+def _check_requires_grad(tensors):
+    for i, t in enumerate(tensors):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               "grad_fn")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
     tensors = _as_tuple(tensors)
-    if grad_tensors is None:
-        grad_tensors = grad_variables
+    if grad_variables is not None:
+        import warnings
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning,
+                      stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
     grad_tensors = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
     inputs = _as_tuple(inputs)
     if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    for t in tensors:
-        if not t._requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    _check_requires_grad(tensors)
     grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
@@ -67,9 +77,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched)."""
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched).
+
+    ``inputs`` may be a dict of named tensors; the result is then a dict with the same keys."""
+    if isinstance(inputs, dict):
+        names = list(inputs)
+        grads = grad(outputs, [inputs[n] for n in names], grad_outputs, retain_graph, create_graph,
+                     only_inputs, allow_unused, is_grads_batched, materialize_grads)
+        return dict(zip(names, grads))
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
@@ -78,9 +97,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} "
                            f"grad_outputs and {len(outputs)} outputs")
-    for out in outputs:
-        if not out._requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    _check_requires_grad(outputs)
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:

@@ -8,7 +8,7 @@ with ``sum_to_size`` and cast here, once, so individual ops never do it.
 import heapq
 
 from . import grad_mode, anomaly_mode
-from .graph import AccumulateGrad, accumulate_grad_node
+from .graph import AccumulateGrad, accumulate_grad_node, run_tensor_hooks
 
 __all__ = ["run_backward"]
 
@@ -24,28 +24,27 @@ def _root_edge(t):
 def _collect(roots, targets):
     """Count each node's incoming edges; with ``targets``, keep only nodes that reach one."""
     children = {}
-    stack = [n for n in roots]
-    order = []
+    stack = list(roots)
     while stack:
         node = stack.pop()
         if node in children:
             continue
         nexts = [e[0] for e in node.next_functions if e is not None]
         children[node] = nexts
-        order.append(node)
         stack.extend(n for n in nexts if n not in children)
+    needed = None
     if targets is not None:
+        parents = {}
+        for node, nexts in children.items():
+            for child in nexts:
+                parents.setdefault(child, []).append(node)
         needed = set(targets)
-        changed = True
-        # Iterate to a fixed point over the discovery order (reverse is near-topological).
-        while changed:
-            changed = False
-            for node in reversed(order):
-                if node not in needed and any(c in needed for c in children[node]):
-                    needed.add(node)
-                    changed = True
-    else:
-        needed = None
+        stack = list(targets)
+        while stack:
+            for parent in parents.get(stack.pop(), ()):
+                if parent not in needed:
+                    needed.add(parent)
+                    stack.append(parent)
     deps = {}
     for node, nexts in children.items():
         if needed is not None and node not in needed:
@@ -56,9 +55,19 @@ def _collect(roots, targets):
     return deps, needed
 
 
-def _adjust(grad, meta):
+def _is_expandable_to(shape, desired):
+    if len(shape) > len(desired):
+        return False
+    return all(s == 1 or s == d for s, d in zip(reversed(shape), reversed(desired)))
+
+
+def _adjust(grad, meta, node, index):
     shape, dtype, device = meta
     if grad._data.shape != shape:
+        if not _is_expandable_to(shape, grad._data.shape):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
+                               f"{index} - got {list(grad._data.shape)} but expected shape "
+                               f"compatible with {list(shape)}")
         grad = grad.sum_to_size(shape)
     if grad._dtype is not dtype:
         grad = grad.to(dtype)
@@ -75,10 +84,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     ``inputs`` if given. ``accumulate=False`` (``autograd.grad``) returns the gradients of
     ``inputs`` instead and leaves every ``.grad`` untouched."""
     roots = []
-    for t, g in zip(tensors, grad_tensors):
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         edge = _root_edge(t)
         if edge is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               "grad_fn")
         roots.append((edge, g))
 
     captures = None  # node -> list of (output_nr, slot in result)
@@ -88,7 +98,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         for i, t in enumerate(inputs):
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulate_grad_node(t), 0)
+            edge = _root_edge(t)
             captures.setdefault(edge[0], []).append((edge[1], i))
         targets = list(captures)
     results = [None] * (len(inputs) if inputs is not None else 0)
@@ -111,20 +121,36 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         while ready:
             _, _, node = heapq.heappop(ready)
             grads = buffers.pop(node)
-            grads = _call_pre_hooks(node, grads)
-            if captures is not None and node in captures:
-                for nr, slot in captures[node]:
-                    results[slot] = grads[nr]
-                if not any(e is not None and e[0] in needed for e in node.next_functions):
-                    if type(node) is not AccumulateGrad or not accumulate:
+            is_leaf_node = type(node) is AccumulateGrad
+            if needed is not None:
+                if node not in needed:
+                    continue
+                slots = captures.get(node)
+                if slots is not None:
+                    # As in PyTorch, a captured gradient has passed the tensor hooks only when
+                    # the node itself will not run (the hooks then run here instead).
+                    if is_leaf_node:
+                        executes = accumulate
+                    else:
+                        executes = any(e is not None and e[0] in needed
+                                       for e in node.next_functions)
+                    if not executes:
+                        grads = _call_tensor_pre_hooks(node, grads)
+                    for nr, slot in slots:
+                        results[slot] = grads[nr]
+                    if not executes:
                         continue
-            if type(node) is AccumulateGrad:
+            if is_leaf_node:
                 if accumulate and grads[0] is not None:
                     node.accumulate(grads[0], create_graph)
                 continue
-            if needed is not None and node not in needed:
-                continue
-            grad_inputs = _call_node(node, grads)
+            grads = _call_pre_hooks(node, grads)
+            try:
+                grad_inputs = _call_node(node, grads)
+            except Exception:
+                if anomaly_mode._enabled:
+                    anomaly_mode.warn_forward_trace(node)
+                raise
             if not retain_graph:
                 node.release()
             for i, (edge, g) in enumerate(zip(node.next_functions, grad_inputs)):
@@ -134,7 +160,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if needed is not None and child not in needed:
                     continue
                 if g is not None:
-                    g = _adjust(g, node._in_meta[i])
+                    g = _adjust(g, node._in_meta[i], node, i)
                     buf = buffers.get(child)
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
@@ -158,19 +184,22 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         for i, r in enumerate(results):
             if r is None and not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. "
-                    "Set allow_unused=True if this is the desired behavior.")
+                    f"The differentiated Tensor at index {i} appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior.")
     return results
 
 
-def _call_pre_hooks(node, grads):
+def _call_tensor_pre_hooks(node, grads):
+    """Hooks registered on the tensors this node produced, then ``retain_grad``."""
+    if type(node) is AccumulateGrad:
+        hooks = node.variable._backward_hooks
+        if hooks and grads[0] is not None:
+            grads[0] = run_tensor_hooks(hooks, grads[0])
+        return grads
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
-            for hook in list(hooks.values()):
-                if grads[nr] is not None:
-                    out = hook(grads[nr])
-                    if out is not None:
-                        grads[nr] = out
+            if grads[nr] is not None:
+                grads[nr] = run_tensor_hooks(hooks, grads[nr])
     if node._retained:
         for nr, ref in node._retained.items():
             t = ref()
@@ -178,12 +207,27 @@ def _call_pre_hooks(node, grads):
                 t.grad = grads[nr] if t.grad is None else t.grad + grads[nr]
                 if not grad_mode._state.enabled:
                     t.grad = t.grad.detach()
+    return grads
+
+
+def _call_pre_hooks(node, grads):
+    grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         for hook in list(node._pre_hooks.values()):
             out = hook(tuple(grads))
             if out is not None:
-                grads = list(out)
+                grads = list(_check_hook_tuple(hook, out, len(grads)))
     return grads
+
+
+def _check_hook_tuple(hook, out, expected):
+    if not isinstance(out, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(out).__name__}'")
+    if len(out) != expected:
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', type(hook).__name__)}' has returned "
+                           f"an incorrect number of values (got {len(out)}, but expected "
+                           f"{expected})")
+    return out
 
 
 def _call_node(node, grads):
@@ -198,12 +242,11 @@ def _call_node(node, grads):
     if anomaly_mode._enabled and anomaly_mode._check_nan:
         for i, g in enumerate(out):
             if g is not None and g.isnan().any().item():
-                trace = "".join(node._trace) if node._trace else "(no forward trace recorded)"
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
-                                   f"output.\nTraceback of the forward call that caused the error:\n{trace}")
+                                   "output.")
     if node._hooks:
         for hook in list(node._hooks.values()):
             res = hook(out, tuple(grads))
             if res is not None:
-                out = tuple(res)
+                out = _check_hook_tuple(hook, res, len(out))
     return out

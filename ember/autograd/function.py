@@ -5,6 +5,7 @@
 ``ctx.save_for_backward`` stores version-checked saved tensors on the graph itself.
 """
 import functools
+import inspect
 
 from . import grad_mode
 from .graph import Node, SavedTensor, init_node
@@ -16,6 +17,11 @@ class FunctionCtx:
     """The methods available on ``ctx`` inside ``forward``/``setup_context``/``backward``."""
 
     def save_for_backward(self, *tensors):
+        from .._tensor import Tensor
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{i} is of type {type(t).__name__}")
         self._to_save = tensors
 
     @property
@@ -79,7 +85,11 @@ class Function(metaclass=_FunctionMeta):
     generate_vmap_rule = False
 
     def __init__(self, *args, **kwargs):
-        pass
+        import warnings
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future "
+                      "version of PyTorch.", DeprecationWarning, stacklevel=2)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -96,9 +106,22 @@ class Function(metaclass=_FunctionMeta):
     def setup_context(ctx, inputs, output):
         raise NotImplementedError
 
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .._tensor import Tensor, _wrap
+        from .._tensor import Tensor
+        uses_setup = cls.setup_context is not Function.setup_context
+        if uses_setup:
+            args, kwargs = _bind_args(cls.forward, args, kwargs, apply_defaults=True), {}
+        elif kwargs:
+            # Keyword tensors are inputs too: bind them to their positions (ctx comes first).
+            bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            args, kwargs = bound.args[1:], bound.kwargs
         node_cls = cls._backward_cls
         ctx = node_cls.__new__(node_cls)
         tensor_args = [a for a in args if isinstance(a, Tensor)]
@@ -108,10 +131,9 @@ class Function(metaclass=_FunctionMeta):
         ctx._to_save = ()
         ctx._dirty = ()
         ctx._non_diff = ()
-        uses_setup = cls.setup_context is not Function.setup_context
         with grad_mode.no_grad():
             if uses_setup:
-                outputs = cls.forward(*args, **kwargs)
+                outputs = cls.forward(*args)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         if uses_setup:
@@ -134,6 +156,9 @@ class Function(metaclass=_FunctionMeta):
                 # An input returned unchanged becomes a new alias so it can carry this node.
                 o = o.detach()
             if id(o) in dirty:
+                if record and o.grad_fn is None and o._requires_grad:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                       "in-place operation.")
                 o._bump_version()
             out_meta.append((o._data.shape, o._dtype, o._device))
             if record and id(o) not in non_diff and (o._dtype.is_floating_point or o._dtype.is_complex):
@@ -148,13 +173,48 @@ class Function(metaclass=_FunctionMeta):
         return tuple(result) if is_tuple else result[0]
 
 
+def _bind_args(func, args, kwargs, apply_defaults):
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    if apply_defaults:
+        bound.apply_defaults()
+    return bound.args
+
+
 def once_differentiable(fn):
-    """Marks a backward that computes on raw values: it runs without recording a graph."""
+    """Marks a backward that computes on raw values: it runs without recording a graph, and
+    differentiating its results again (``create_graph=True``) raises when reached."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with grad_mode.no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not grad_mode.is_grad_enabled():
+            return outputs
+        from .._tensor import Tensor
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            return outputs
+        is_tuple = isinstance(outputs, tuple)
+        outs = outputs if is_tuple else (outputs,)
+        err_node = init_node(DelayedError.__new__(DelayedError), ())
+        err_node.num_outputs = len(outs)
+        aliases = []
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor):
+                o = o.detach()
+                o.grad_fn = err_node
+                o._requires_grad = True
+                o._output_nr = i
+            aliases.append(o)
+        return tuple(aliases) if is_tuple else aliases[0]
     return wrapper
+
+
+class DelayedError(Node):
+    """Stands in for a backward that cannot be differentiated; fails only if reached."""
+    __slots__ = ()
+
+    def backward(self, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
 
 
 class InplaceFunction(Function):

@@ -1,9 +1,12 @@
 """Whether operations record the autograd graph: ``no_grad``, ``enable_grad``,
 ``set_grad_enabled`` and ``inference_mode``, each a context manager and a decorator.
 
-The flag is per thread, as in PyTorch (a DataLoader thread never turns off grad for the trainer).
+The flag is per thread, as in PyTorch (a DataLoader thread never turns off grad for the trainer),
+so a new thread starts with grad enabled.
 """
 import functools
+import inspect
+import sys
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -27,17 +30,44 @@ def is_inference_mode_enabled():
 
 
 class _GradModeContext:
-    """Base of the grad-mode switches: ``with`` sets the mode, decorating wraps each call."""
+    """Base of the grad-mode switches: ``with`` sets the mode, decorating wraps each call (and,
+    for a generator function, each resumption of the generator)."""
 
     def __call__(self, func):
         if not callable(func):
             raise TypeError(f"{type(self).__name__} must decorate a callable, got {func!r}")
+        if inspect.isgeneratorfunction(func):
+            return self._wrap_generator(func)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with self._clone():
                 return func(*args, **kwargs)
         return wrapper
+
+    def _wrap_generator(self, func):
+        @functools.wraps(func)
+        def generator_wrapper(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            try:
+                with self._clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self._clone():
+                            gen.close()
+                        raise
+                    except BaseException:
+                        with self._clone():
+                            response = gen.throw(*sys.exc_info())
+                    else:
+                        with self._clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+        return generator_wrapper
 
     def _clone(self):
         return type(self)()
@@ -50,14 +80,14 @@ class _GradModeContext:
 class no_grad(_GradModeContext):
     _mode = False
 
-    def __new__(cls, func=None):
+    def __new__(cls, orig_func=None):
         # Allows both @no_grad() and the bare @no_grad form.
         self = super().__new__(cls)
-        if func is not None and callable(func):
-            return self(func)
+        if orig_func is not None:
+            return self(orig_func)
         return self
 
-    def __init__(self, func=None):
+    def __init__(self, orig_func=None):
         pass
 
     def __enter__(self):
@@ -78,7 +108,7 @@ class set_grad_enabled(_GradModeContext):
         _state.enabled = self._mode
 
     def __enter__(self):
-        pass
+        _state.enabled = self._mode
 
     def __call__(self, func):
         _state.enabled = self._prev  # decorating must leave the mode as it was
@@ -87,8 +117,13 @@ class set_grad_enabled(_GradModeContext):
     def _clone(self):
         return _GradModeScope(self._mode)
 
+    def __repr__(self):
+        return f"{type(self).__name__}(mode={self._mode})"
+
 
 class _GradModeScope(_GradModeContext):
+    """What a ``set_grad_enabled`` decorator enters on each call (the mode is set on entry)."""
+
     def __init__(self, mode):
         self._mode = mode
 
@@ -98,7 +133,8 @@ class _GradModeScope(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad``; tensors made inside are inference tensors that can never join a graph."""
+    """Like ``no_grad`` when ``mode`` is true; ``inference_mode(False)`` turns grad mode *on*
+    (PyTorch's InferenceMode guard sets grad mode to ``not mode``)."""
 
     def __new__(cls, mode=True):
         self = super().__new__(cls)
@@ -117,9 +153,8 @@ class inference_mode(_GradModeContext):
     def __enter__(self):
         self._prev = _state.enabled
         self._prev_inference = _state.inference
-        if self.mode:
-            _state.enabled = False
-            _state.inference = True
+        _state.enabled = not self.mode
+        _state.inference = self.mode
 
     def __exit__(self, *exc):
         _state.enabled = self._prev

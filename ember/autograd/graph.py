@@ -7,7 +7,7 @@ gradient); ``_in_meta`` holds each input's (shape, dtype) so that the engine, no
 sum-reduces broadcast gradients and casts them back to the input's dtype.
 """
 import itertools
-import traceback
+import re
 
 from . import grad_mode
 from . import anomaly_mode
@@ -66,19 +66,19 @@ class SavedTensor:
     def unpack(self, node):
         if self.vc.value != self.version:
             if self.is_output:
-                dtype, where = self.meta[0], f", which is output {self.meta[3]} of {node.name()},"
+                dtype, where = self.meta[0], f", which is output {self.meta[3]} of {_op_name(node)},"
                 shape = tuple(self.data.shape)
             else:
                 t = self.tensor
                 dtype, shape = t._dtype, tuple(t._data.shape)
-                where = (f", which is output {t._output_nr} of {t.grad_fn.name()},"
+                where = (f", which is output {t._output_nr} of {_op_name(t.grad_fn)},"
                          if t.grad_fn is not None else "")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(dtype)} {list(shape)}]{where} is at version "
                 f"{self.vc.value}; expected version {self.version} instead. Hint: enable anomaly "
                 "detection to find the operation that failed to compute its gradient, with "
-                "ember.autograd.set_detect_anomaly(True).")
+                "ember.autograd.set_detect_anomaly(True, check_nan=False).")
         if not self.is_output:
             return self.tensor
         from .._tensor import _wrap_with
@@ -89,6 +89,11 @@ class SavedTensor:
         t.grad_fn = node
         t._output_nr = output_nr
         return t
+
+
+def _op_name(node):
+    """The forward op a node belongs to, as PyTorch names it in errors ("Exp" for ExpBackward0)."""
+    return re.sub(r"Backward\d*$", "", node.name())
 
 
 def _type_name(dtype):
@@ -154,6 +159,26 @@ class Node:
         return self.__dict__.setdefault("_metadata", {})
 
 
+def run_tensor_hooks(hooks, grad):
+    """Apply ``Tensor.register_hook`` hooks in order; a hook may return a replacement gradient
+    of the same shape and dtype."""
+    from .._tensor import Tensor
+    for hook in list(hooks.values()):
+        result = hook(grad)
+        if result is None:
+            continue
+        if not isinstance(result, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+        name = getattr(hook, "__name__", type(hook).__name__)
+        if result._data.shape != grad._data.shape:
+            raise RuntimeError(f"hook '{name}' has changed the size of value")
+        if result._dtype is not grad._dtype:
+            raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                               f"{_type_name(grad._dtype)} got {_type_name(result._dtype)})")
+        grad = result
+    return grad
+
+
 def init_node(node, inputs):
     """Fill the graph fields of a freshly made node from its input tensors."""
     node.next_functions = tuple(_edge(t) if t is not None and t.requires_grad else None
@@ -163,7 +188,7 @@ def init_node(node, inputs):
     node._seq = next(_sequence)
     node._saved = ()
     node._pre_hooks = node._hooks = node._tensor_pre_hooks = node._retained = None
-    node._trace = traceback.format_stack()[:-2] if anomaly_mode._enabled else None
+    node._trace = anomaly_mode.forward_trace() if anomaly_mode._enabled else None
     return node
 
 
@@ -199,10 +224,8 @@ class AccumulateGrad(Node):
 
     def accumulate(self, grad, create_graph):
         var = self.variable
-        for hook in list((var._backward_hooks or {}).values()):
-            result = hook(grad)
-            if result is not None:
-                grad = result
+        if var._backward_hooks:
+            grad = run_tensor_hooks(var._backward_hooks, grad)
         if grad_mode.is_grad_enabled() and create_graph:
             var.grad = grad if var.grad is None else var.grad + grad
         elif var.grad is None:

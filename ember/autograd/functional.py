@@ -1,0 +1,306 @@
+"""Whole-function derivatives, as ``torch.autograd.functional``: ``vjp``, ``jvp``, ``jacobian``,
+``hessian``, ``vhp`` and ``hvp``, all built on ``ember.autograd.grad``.
+
+Each function takes ``func`` and ``inputs`` (a tensor or a tuple of tensors) and answers in the
+same shape: a tensor for a tensor, a tuple for a tuple. Results are detached unless
+``create_graph=True``, in which case they can be differentiated again.
+
+Forward-mode products use the double-backward trick: for a dummy cotangent ``u``, the
+vector-Jacobian product ``J^T u`` is linear in ``u``, so differentiating it with respect to ``u``
+along ``v`` gives ``J v`` with reverse mode only. ``vectorize`` and ``strategy="forward-mode"``
+are accepted for compatibility; rows are always computed one backward pass at a time, which
+gives the same values.
+"""
+from .._tensor import Tensor
+from . import grad_mode
+from . import grad as _autograd_grad
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+def _as_tensor_tuple(value, arg_name, fn_name):
+    """``(was_a_tuple, tuple_of_tensors)``, rejecting anything that is not a tensor."""
+    is_tuple = isinstance(value, tuple)
+    values = value if is_tuple else (value,)
+    for i, v in enumerate(values):
+        if not isinstance(v, Tensor):
+            where = f"the value at index {i}" if is_tuple else f"the given {arg_name}"
+            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple "
+                            f"of Tensors but {where} has type {type(v)}.")
+    return is_tuple, values
+
+
+def _fresh_inputs(inputs, create_graph, need_graph=True):
+    """Inputs to differentiate against: new leaves, except that with ``create_graph`` an input
+    already in a graph stays connected to it (through an alias) so that the result is too."""
+    return tuple(t.view_as(t) if create_graph and t.requires_grad
+                 else t.detach().requires_grad_(need_graph) for t in inputs)
+
+
+def _finish(values, create_graph):
+    if create_graph:
+        return values
+    return tuple(v.detach() if isinstance(v, Tensor) else _finish(v, create_graph) for v in values)
+
+
+def _unpack(values, is_tuple):
+    return values if is_tuple else values[0]
+
+
+def _check_v(v, like, like_is_tuple):
+    if len(v) != len(like):
+        if like_is_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got "
+                               f"{len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for i, (v_i, like_i) in enumerate(zip(v, like)):
+        if v_i.shape != like_i.shape:
+            prefix = f"Entry {i} in " if like_is_tuple else ""
+            raise RuntimeError(f"{prefix}v has invalid size: should be {like_i.shape} but got "
+                               f"{v_i.shape}.")
+
+
+def _check_outputs_require_grad(outputs, strict):
+    if strict:
+        for i, out in enumerate(outputs):
+            if not out.requires_grad:
+                raise RuntimeError(
+                    f"Output {i} of the user-provided function does not require gradients. The "
+                    "outputs must be computed in a differentiable manner from the input when "
+                    "running in strict mode.")
+
+
+def _grads(outputs, inputs, grad_outputs=None, create_graph=False):
+    """``autograd.grad`` over the outputs that are in a graph; ``None`` for unused inputs."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
+    if not pairs:
+        return (None,) * len(inputs)
+    return _autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], retain_graph=True,
+                          create_graph=create_graph, allow_unused=True)
+
+
+def _zeros_for_missing(grads, refs, strict, independent_message):
+    from ..ops import zeros_like
+    filled = []
+    for i, (g, ref) in enumerate(zip(grads, refs)):
+        if g is None:
+            if strict:
+                raise RuntimeError(independent_message.format(i=i))
+            g = zeros_like(ref)
+        filled.append(g)
+    return tuple(filled)
+
+
+def _default_v_allowed(tensors, what):
+    if len(tensors) != 1 or tensors[0].numel() != 1:
+        raise RuntimeError(f"The vector v can only be None if {what} a single Tensor with a single "
+                           "element.")
+
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), v^T J)``: the vector-Jacobian product at ``inputs``."""
+    with grad_mode.enable_grad():
+        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "vjp")
+        inputs = _fresh_inputs(inputs, create_graph)
+        outputs_is_tuple, outputs = _as_tensor_tuple(
+            func(*inputs), "outputs of the user-provided function", "vjp")
+        _check_outputs_require_grad(outputs, strict)
+        if v is None:
+            _default_v_allowed(outputs, "the user-provided function returns")
+        else:
+            v = _fresh_inputs(_as_tensor_tuple(v, "v", "vjp")[1], create_graph, need_graph=False)
+            _check_v(v, outputs, outputs_is_tuple)
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+        product = _zeros_for_missing(
+            _grads(outputs, inputs, v, create_graph), inputs, strict,
+            "The output of the user-provided function is independent of input {i}. This is not "
+            "allowed in strict mode.")
+    return (_unpack(_finish(outputs, create_graph), outputs_is_tuple),
+            _unpack(_finish(product, create_graph), inputs_is_tuple))
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), J v)``: the Jacobian-vector product, by the double-backward trick."""
+    from ..ops import zeros_like
+    with grad_mode.enable_grad():
+        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "jvp")
+        inputs = _fresh_inputs(inputs, create_graph)
+        if v is None:
+            _default_v_allowed(inputs, "the input to the user-provided function is")
+        else:
+            v = _fresh_inputs(_as_tensor_tuple(v, "v", "jvp")[1], create_graph, need_graph=False)
+            _check_v(v, inputs, inputs_is_tuple)
+        outputs_is_tuple, outputs = _as_tensor_tuple(
+            func(*inputs), "outputs of the user-provided function", "jvp")
+        _check_outputs_require_grad(outputs, strict)
+        dummy_cotangents = tuple(zeros_like(o, requires_grad=True) for o in outputs)
+        vjps = _grads(outputs, inputs, dummy_cotangents, create_graph=True)
+        if strict:
+            for i, g in enumerate(vjps):
+                if g is None or not g.requires_grad:
+                    raise RuntimeError(f"The gradient with respect to input {i} is independent of "
+                                       "the inputs of the user-provided function. This is not "
+                                       "allowed in strict mode.")
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+        product = _zeros_for_missing(
+            _grads(vjps, dummy_cotangents, v, create_graph), outputs, strict,
+            "The gradient with respect to the input is independent of entry {i} in the "
+            "grad_outputs when using the double backward trick to compute forward mode "
+            "gradients. This is not allowed in strict mode.")
+    return (_unpack(_finish(outputs, create_graph), outputs_is_tuple),
+            _unpack(_finish(product, create_graph), outputs_is_tuple))
+
+
+def _check_strategy(strategy, create_graph, strict, vectorize):
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+                             'Hint: If your function has more outputs than inputs, "forward-mode" '
+                             'tends to be more performant. Otherwise, prefer to use '
+                             '"reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                'ember.autograd.functional.jacobian: `create_graph=True` and '
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError(
+                'ember.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` '
+                'are not supported together (yet). Please either set `strict=False` or '
+                '`strategy="reverse-mode"`.')
+        if not vectorize:
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                      "Hessian is only implemented for `vectorize=True`.")
+    elif vectorize and strict:
+        raise RuntimeError("ember.autograd.functional.jacobian: `strict=True` and "
+                           "`vectorized=True` are not supported together. Please either set "
+                           "`strict=False` or `vectorize=False`.")
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
+             strategy="reverse-mode"):
+    """The Jacobian of ``func`` at ``inputs``: for output ``i`` and input ``j``, a tensor of shape
+    ``outputs[i].shape + inputs[j].shape`` (nested tuples when either side is a tuple)."""
+    from ..ops import zeros_like
+    _check_strategy(strategy, create_graph, strict, vectorize)
+    with grad_mode.enable_grad():
+        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "jacobian")
+        inputs = _fresh_inputs(inputs, create_graph)
+        outputs_is_tuple, outputs = _as_tensor_tuple(
+            func(*inputs), "outputs of the user-provided function", "jacobian")
+        _check_outputs_require_grad(outputs, strict)
+        per_output = []
+        for i, out in enumerate(outputs):
+            rows = [[] for _ in inputs]  # rows[j][k]: d out.flat[k] / d inputs[j]
+            flat_out = out.reshape(-1)
+            for k in range(out.numel()):
+                row = _grads((flat_out[k],), inputs, create_graph=create_graph)
+                for j, (g, inp) in enumerate(zip(row, inputs)):
+                    if g is None:
+                        if strict:
+                            raise RuntimeError(f"Output {i} of the user-provided function is "
+                                               f"independent of input {j}. This is not allowed "
+                                               "in strict mode.")
+                        g = zeros_like(inp)
+                    elif strict and create_graph and not g.requires_grad:
+                        raise RuntimeError(f"The jacobian of the user-provided function is "
+                                           f"independent of input {i}. This is not allowed in "
+                                           "strict mode when create_graph=True.")
+                    rows[j].append(g)
+            per_output.append(tuple(
+                _stack_rows(rows[j], out.shape + inp.shape, inp) for j, inp in enumerate(inputs)))
+    per_output = _finish(tuple(per_output), create_graph)
+    per_output = per_output if inputs_is_tuple else tuple(jac[0] for jac in per_output)
+    return _unpack(per_output, outputs_is_tuple)
+
+
+def _stack_rows(rows, shape, like):
+    from ..ops import stack
+    if not rows:  # an empty output: no rows to stack
+        return like.new_zeros(shape)
+    return stack(rows, dim=0).reshape(shape)
+
+
+def _check_single_scalar(out, strict, fn_name):
+    is_tuple, outs = _as_tensor_tuple(out, "outputs of the user-provided function", fn_name)
+    _check_outputs_require_grad(outs, strict)
+    if is_tuple:
+        raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
+    if out.numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should "
+                           "contain a single element")
+    return out
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
+            outer_jacobian_strategy="reverse-mode"):
+    """The Hessian of a scalar ``func``: the Jacobian of its gradient. For inputs ``i`` and ``j``
+    a tensor of shape ``inputs[i].shape + inputs[j].shape`` (nested tuples for tuple inputs)."""
+    inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    def scalar_func(*inner_inputs):
+        return _check_single_scalar(func(*inner_inputs), strict, "hessian").squeeze()
+
+    def gradient(*inner_inputs):
+        grads = jacobian(scalar_func, inner_inputs, create_graph=True)
+        if strict:
+            for i, g in enumerate(grads):
+                if not g.requires_grad:
+                    raise RuntimeError(
+                        "While computing the hessian, found that the jacobian of the "
+                        f"user-provided function with respect to input {i} is independent of the "
+                        "input. This is not allowed in strict mode. You should ensure that your "
+                        "function is twice differentiable and that the jacobian depends on the "
+                        "inputs (this would be violated by a linear function for example).")
+        return grads
+
+    result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
+                      vectorize=vectorize, strategy=outer_jacobian_strategy)
+    return result if inputs_is_tuple else result[0][0]
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), v^T H)`` for a scalar ``func``."""
+    return _hessian_vector(func, inputs, v, create_graph, strict, "vhp")
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), H v)`` for a scalar ``func``. The Hessian of a twice continuously
+    differentiable function is symmetric, so this is computed as ``v^T H`` (one double backward,
+    where PyTorch's double-backward trick needs a third)."""
+    return _hessian_vector(func, inputs, v, create_graph, strict, "hvp")
+
+
+def _hessian_vector(func, inputs, v, create_graph, strict, fn_name):
+    with grad_mode.enable_grad():
+        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", fn_name)
+        inputs = _fresh_inputs(inputs, create_graph)
+        if v is None:
+            _default_v_allowed(inputs, "the input to the user-provided function is")
+        else:
+            v = _fresh_inputs(_as_tensor_tuple(v, "v", fn_name)[1], create_graph, need_graph=False)
+            _check_v(v, inputs, inputs_is_tuple)
+        output = _check_single_scalar(func(*inputs), strict, fn_name)
+        gradient = _grads((output,), inputs, create_graph=True)
+        if strict:
+            for i, g in enumerate(gradient):
+                if g is None:
+                    raise RuntimeError(f"The output of the user-provided function is independent "
+                                       f"of input {i}. This is not allowed in strict mode.")
+                if not g.requires_grad:
+                    raise RuntimeError(
+                        "While computing the hessian, found that the jacobian of the "
+                        f"user-provided function with respect to input {i} is independent of the "
+                        "input. This is not allowed in strict mode. You should ensure that your "
+                        "function is twice differentiable and that the jacobian depends on the "
+                        "inputs (this would be violated by a linear function for example).")
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+        product = _zeros_for_missing(
+            _grads(gradient, inputs, v, create_graph), inputs, strict,
+            "The jacobian of the user-provided function is independent of input {i}. This is not "
+            "allowed in strict mode.")
+    return (_finish((output,), create_graph)[0],
+            _unpack(_finish(product, create_graph), inputs_is_tuple))
