@@ -1,48 +1,138 @@
-"""Reductions, scans and normalisers (softmax). Low-precision floats accumulate in float32, and
-integer sums become int64, as in PyTorch."""
+"""Reductions, scans and normalisers (softmax).
+
+As in PyTorch, float16/bfloat16 accumulate in float32, integer and bool sums and products
+become int64, and a reduction over an empty dim gives the operation's identity (0 for sum, 1 for
+prod, NaN for mean) or, where there is none (max, amin, argmax ...), an error.
+"""
 import builtins
-import collections
+import contextlib
 import math
+import operator
+import types
+import warnings
 
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dims, wrap_dim, dtype_name
-from ..autograd.grad_mode import _state as _grad_state
+
+__all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
+           "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
+           "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "return_types"]
 
 _LOW = (dt.float16, dt.bfloat16)
-values_indices = collections.namedtuple("values_indices", ["values", "indices"])
-for _n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median", "cummax", "cummin"):
-    globals()[f"_{_n}_result"] = type(f"{_n}", (values_indices,), {"__slots__": ()})
 
 
-def _needs(t):
-    return t._requires_grad and _grad_state.enabled
+# ---------------------------------------------------------------------------------------------
+# Named results, like torch.return_types
+# ---------------------------------------------------------------------------------------------
 
+class _ValuesIndices(tuple):
+    """A (values, indices) pair that unpacks like a tuple. Built from one sequence, as
+    ``torch.return_types.max((values, indices))`` is."""
+    __slots__ = ()
+
+    def __new__(cls, sequence):
+        values, indices = sequence
+        return tuple.__new__(cls, (values, indices))
+
+    values = property(operator.itemgetter(0))
+    indices = property(operator.itemgetter(1))
+
+    def __repr__(self):
+        return (f"ember.return_types.{type(self).__name__}(\nvalues={self[0]!r},\n"
+                f"indices={self[1]!r})")
+
+    def __reduce__(self):
+        return type(self), (tuple(self),)
+
+
+def _return_type(name):
+    cls = type(name, (_ValuesIndices,), {"__slots__": ()})
+    # Found by pickle through this module's ``return_types`` namespace.
+    cls.__module__ = __name__
+    cls.__qualname__ = f"return_types.{name}"
+    return cls
+
+
+return_types = types.SimpleNamespace(**{
+    n: _return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median",
+                                 "cummax", "cummin")})
+_max_result, _min_result = return_types.max, return_types.min
+_sort_result, _topk_result = return_types.sort, return_types.topk
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------------
 
 def _axes(input, dim):
-    """Normalised reduction axes: None (or an empty list) reduces everything."""
+    """Normalised reduction axes; None or an empty tuple/list reduces every dim. A 0-d tensor
+    accepts dim 0 or -1 and has no axis to reduce."""
     nd = input._data.ndim
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(nd))
-    return wrap_dims(dim, nd)
+    axes = wrap_dims(dim, nd)
+    return axes if nd else ()
+
+
+def _numel(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _reduced_shape(shape, axes, keepdim):
+    return tuple(1 if i in axes else s for i, s in enumerate(shape) if keepdim or i not in axes)
 
 
 def _expand_back(grad, in_shape, axes, keepdim):
-    """Broadcast a reduced gradient back to the input's shape."""
+    """Broadcast a reduced gradient (or result) back to the input's shape."""
     if not keepdim and axes:
-        shape = list(in_shape)
-        for a in axes:
-            shape[a] = 1
-        grad = grad.reshape(shape)
+        grad = grad.reshape(_reduced_shape(in_shape, axes, True))
     return grad.expand(in_shape)
 
 
-def _acc(input):
-    """The input array in its accumulation dtype."""
+def _compute_data(input, dtype=None):
+    """The input's array in ``dtype`` (default: its own), widened to float32 when low precision."""
+    dtype = dtype or input._dtype
     data = input._data
-    if input._dtype in _LOW:
+    if dtype in _LOW:
         return data.astype("float32")
-    return data
+    return data if data.dtype == dtype.np else data.astype(dtype.np)
 
+
+def _result(input, array, dtype):
+    return _wrap(input._backend.xp.asarray(array, dtype=dtype.np), dtype, input)
+
+
+def _quiet(xp):
+    """Silence NumPy's divide/invalid warnings where PyTorch silently gives inf or NaN."""
+    return xp.errstate(divide="ignore", invalid="ignore") if hasattr(xp, "errstate") \
+        else contextlib.nullcontext()
+
+
+def _check_nonempty(input, axes, name, dim_given):
+    """PyTorch's errors for reductions without an identity (max, amin, argmax ...)."""
+    shape = input._data.shape
+    if not dim_given and input._data.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+    for a in axes:
+        if shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+
+
+def _int_sum_dtype(d):
+    return dt.int64 if d._kind <= 1 else d
+
+
+def _differentiable(input, out_dtype):
+    return out_dtype._kind >= 2 and needs_grad(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# sum, mean, prod
+# ---------------------------------------------------------------------------------------------
 
 class SumBackward1(Node):
     __slots__ = ()
@@ -52,25 +142,12 @@ class SumBackward1(Node):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    if not isinstance(input, Tensor):
-        return builtins.sum(input) if dim is None else builtins.sum(input, dim)
     axes = _axes(input, dim)
-    d = input._dtype
-    if dtype is not None:
-        out_dt = dtype
-    elif d._kind <= 1:
-        out_dt = dt.int64
-    else:
-        out_dt = d
-    data = input._data
-    if out_dt is not d:
-        data = data.astype(out_dt.np)
-    if out_dt in _LOW:
-        data = data.astype("float32")
-    res = data.sum(axis=axes, keepdims=keepdim)
-    res = _wrap(input._backend.xp.asarray(res, dtype=out_dt.np), out_dt, input)
-    if _needs(input):
-        record(SumBackward1, (input,), res, in_shape=input._data.shape, axes=axes, keepdim=keepdim)
+    out_dt = dtype or _int_sum_dtype(input._dtype)
+    res = _result(input, _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim), out_dt)
+    if _differentiable(input, out_dt):
+        record(SumBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
+               keepdim=keepdim)
     return res
 
 
@@ -92,15 +169,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {dtype_name(out_dt)}")
     axes = _axes(input, dim)
-    data = input._data if out_dt is input._dtype else input._data.astype(out_dt.np)
-    if out_dt in _LOW:
-        data = data.astype("float32")
-    res = _wrap(input._backend.xp.asarray(data.mean(axis=axes, keepdims=keepdim), dtype=out_dt.np),
-                out_dt, input)
-    if _needs(input):
-        count = 1
-        for a in axes:
-            count *= input._data.shape[a]
+    count = _numel(input._data.shape, axes)
+    xp = input._backend.xp
+    if count == 0:
+        out = xp.full(_reduced_shape(input._data.shape, axes, keepdim), math.nan)
+    else:
+        out = _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim) / count
+    res = _result(input, out, out_dt)
+    if needs_grad(input):
         record(MeanBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
                keepdim=keepdim, count=count)
     return res
@@ -112,52 +188,61 @@ def nanmean(input, dim=None, keepdim=False):
 
 
 class ProdBackward1(Node):
+    """d prod / d x_i is the product of the other elements, computed without dividing by x_i
+    so that zeros are exact."""
     __slots__ = ()
 
     def backward(self, grad):
         (x,) = self.saved_tensors
-        axes, keepdim = self.axes, self.keepdim
-        g = _expand_back(grad, x.shape, axes, keepdim)
-        if len(axes) != 1:
-            # Products over several axes: flatten them into one and reuse the single-axis rule.
-            flat = x.reshape(-1) if len(axes) == x.ndim else None
-            if flat is None:
-                raise NotImplementedError("prod backward over several (not all) dims")
-            return g * _prod_others(flat, 0).reshape(x.shape)
-        return g * _prod_others(x, axes[0])
+        axes = self.axes
+        g = _expand_back(grad, x.shape, axes, self.keepdim)
+        if not axes:
+            return g
+        if len(axes) == 1:
+            return g * _prod_others(x, axes[0])
+        # Several dims: move them to the back, flatten them into one and use the one-dim rule.
+        kept = [d for d in range(x.ndim) if d not in axes]
+        order = kept + list(axes)
+        moved = x.permute(order)
+        flat = moved.reshape([x.shape[d] for d in kept] + [_numel(x.shape, axes)])
+        others = _prod_others(flat, len(kept)).reshape(moved.shape)
+        inverse = sorted(range(x.ndim), key=order.__getitem__)
+        return g * others.permute(inverse)
 
 
 def _prod_others(x, d):
-    """For each element, the product of the other elements along ``d`` (exact with zeros)."""
+    """For each element, the product of the other elements along ``d``: the exclusive
+    cumulative product from the left times the one from the right."""
+    from .shape import cat
     n = x.shape[d]
     if n == 0:
         return x
-    ones = x.narrow(d, 0, 1) * 0 + 1
-    left = cat_fn([ones, x.narrow(d, 0, n - 1)], d).cumprod(d)
-    rev = x.flip(d)
-    right = cat_fn([ones, rev.narrow(d, 0, n - 1)], d).cumprod(d).flip(d)
+    ones = _ones_slice(x, d)
+    left = cat([ones, x.narrow(d, 0, n - 1)], d).cumprod(d)
+    right = cat([ones, x.flip(d).narrow(d, 0, n - 1)], d).cumprod(d).flip(d)
     return left * right
 
 
-def cat_fn(tensors, d):
-    from .shape import cat
-    return cat(tensors, d)
+def _ones_slice(x, d):
+    shape = list(x.shape)
+    shape[d] = 1
+    return x.new_ones(shape)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and not isinstance(dim, int):
-        raise TypeError("prod(): argument 'dim' must be int")
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     axes = _axes(input, dim)
-    d = input._dtype
-    out_dt = dtype or (dt.int64 if d._kind <= 1 else d)
-    data = _acc(input) if out_dt is d else input._data.astype(out_dt.np)
-    res = _wrap(input._backend.xp.asarray(data.prod(axis=axes, keepdims=keepdim), dtype=out_dt.np),
-                out_dt, input)
-    if _needs(input):
-        record(ProdBackward1, (input,), res, save=(input,), axes=axes if dim is not None else
-               tuple(range(input.ndim)), keepdim=keepdim)
+    out_dt = dtype or _int_sum_dtype(input._dtype)
+    res = _result(input, _compute_data(input, out_dt).prod(axis=axes, keepdims=keepdim), out_dt)
+    if _differentiable(input, out_dt):
+        record(ProdBackward1, (input,), res, save=(input,), axes=axes, keepdim=keepdim)
     return res
 
+
+# ---------------------------------------------------------------------------------------------
+# amax/amin, max/min, argmax/argmin
+# ---------------------------------------------------------------------------------------------
 
 class AmaxBackward0(Node):
     """Gradient of amax/amin (and max()/min() without dim): split evenly between ties."""
@@ -166,24 +251,19 @@ class AmaxBackward0(Node):
     def backward(self, grad):
         x, out = self.saved_tensors
         axes, keepdim = self.axes, self.keepdim
-        out_b = _expand_back(out, x.shape, axes, keepdim)
-        mask = (x == out_b).to(grad.dtype)
+        mask = (x == _expand_back(out, x.shape, axes, keepdim)).to(grad.dtype)
         count = mask.sum(axes, keepdim=True)
         return _expand_back(grad, x.shape, axes, keepdim) * mask / count
 
 
 def _amax(input, dim, keepdim, is_min, name):
+    dim_given = not (dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0))
     axes = _axes(input, dim)
-    data = input._data
-    for a in axes:
-        if data.shape[a] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
-    if data.size == 0 and not axes:
-        pass
+    _check_nonempty(input, axes, name, dim_given)
     xp = input._backend.xp
-    fn = xp.min if is_min else xp.max
-    res = _wrap(xp.asarray(fn(data, axis=axes, keepdims=keepdim)), input._dtype, input)
-    if _needs(input):
+    out = (xp.min if is_min else xp.max)(input._data, axis=axes, keepdims=keepdim)
+    res = _result(input, out, input._dtype)
+    if needs_grad(input):
         record(AmaxBackward0, (input,), res, save=(input,), save_out=True, axes=axes,
                keepdim=keepdim)
     return res
@@ -205,12 +285,13 @@ class MaxBackward0(Node):
         (idx,) = self.saved_tensors
         if grad is None:
             return None
+        if not self.in_shape:
+            return grad
         d = self.dim
         if not self.keepdim:
             grad = grad.unsqueeze(d)
             idx = idx.unsqueeze(d)
-        zeros = grad.new_zeros(self.in_shape)
-        return zeros.scatter(d, idx, grad)
+        return grad.new_zeros(self.in_shape).scatter(d, idx, grad)
 
 
 def _max_min(input, dim, keepdim, other, is_min):
@@ -221,39 +302,27 @@ def _max_min(input, dim, keepdim, other, is_min):
         from .elementwise import maximum, minimum
         return (minimum if is_min else maximum)(input, other)
     if dim is None:
-        if input._data.size == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                               "== 0. Specify the reduction dim with the 'dim' argument.")
         return _amax(input, None, False, is_min, name)
-    nd = input._data.ndim
-    d = wrap_dim(dim, nd)
     data = input._data
-    if data.ndim and data.shape[d] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    d = wrap_dim(dim, data.ndim)
     xp = input._backend.xp
     if data.ndim == 0:
         idx = xp.zeros((), dtype="int64")
         vals = data.copy()
     else:
-        idx = (xp.argmin if is_min else xp.argmax)(_nan_first(xp, data, is_min), axis=d, keepdims=True)
+        _check_nonempty(input, (d,), name, True)
+        # NumPy's argmax/argmin, like PyTorch, pick the first NaN, else the first extremum.
+        idx = (xp.argmin if is_min else xp.argmax)(data, axis=d, keepdims=True)
         vals = xp.take_along_axis(data, idx, axis=d)
         if not keepdim:
             idx = idx.squeeze(d)
             vals = vals.squeeze(d)
     values = _wrap(vals, input._dtype, input)
-    indices = _wrap(idx.astype("int64"), dt.int64, input)
-    if _needs(input):
+    indices = _result(input, idx, dt.int64)
+    if needs_grad(input):
         record(MaxBackward0, (input,), values, save=(indices,), dim=d, keepdim=keepdim,
-               in_shape=input._data.shape)
-    return (_min_result if is_min else _max_result)((values, indices))  # noqa: F821
-
-
-def _nan_first(xp, data, is_min):
-    # PyTorch's max/min propagate NaN: make NaN win the arg-reduction.
-    if data.dtype.kind == "f" and bool(xp.isnan(data).any()):
-        fill = -math.inf if is_min else math.inf
-        return xp.where(xp.isnan(data), fill, data)
-    return data
+               in_shape=data.shape)
+    return (_min_result if is_min else _max_result)((values, indices))
 
 
 def max(input, dim=None, keepdim=False, *, other=None):
@@ -265,20 +334,27 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 
 def _arg(input, dim, keepdim, is_min):
+    name = "argmin" if is_min else "argmax"
+    if input._dtype is dt.bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
     xp = input._backend.xp
-    data = _nan_first(xp, input._data, is_min)
+    data = input._data
     fn = xp.argmin if is_min else xp.argmax
-    if data.size == 0 and dim is None:
-        raise RuntimeError(f"{'argmin' if is_min else 'argmax'}(): Expected reduction dim to be "
-                           "specified for input.numel() == 0.")
     if dim is None:
-        idx = fn(data.reshape(-1))
+        if data.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        idx = xp.asarray(fn(data.reshape(-1)))
         if keepdim:
-            idx = xp.asarray(idx).reshape((1,) * data.ndim)
+            idx = idx.reshape((1,) * data.ndim)
     else:
         d = wrap_dim(dim, data.ndim)
-        idx = fn(data, axis=d, keepdims=keepdim) if data.ndim else xp.zeros((), "int64")
-    return _wrap(xp.asarray(idx).astype("int64"), dt.int64, input)
+        if data.ndim == 0:
+            idx = xp.zeros((), dtype="int64")
+        else:
+            _check_nonempty(input, (d,), name, True)
+            idx = fn(data, axis=d, keepdims=keepdim)
+    return _result(input, idx, dt.int64)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -289,128 +365,167 @@ def argmin(input, dim=None, keepdim=False):
     return _arg(input, dim, keepdim, True)
 
 
+# ---------------------------------------------------------------------------------------------
+# var, std, norm, logsumexp
+# ---------------------------------------------------------------------------------------------
+
 class VarBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
         (x,) = self.saved_tensors
-        axes, keepdim = self.axes, self.keepdim
-        centered = x - x.mean(axes, keepdim=True)
-        g = _expand_back(grad, x.shape, axes, keepdim)
-        return g * centered * (2.0 / self.denom)
+        return _var_backward(self, grad, x)
 
 
 class StdBackward0(Node):
+    """std = sqrt(var): the var gradient of grad / (2 std), taken as 0 where std is 0."""
     __slots__ = ()
 
     def backward(self, grad):
         x, out = self.saved_tensors
-        axes, keepdim = self.axes, self.keepdim
-        centered = x - x.mean(axes, keepdim=True)
-        g = _expand_back(grad / out, x.shape, axes, keepdim)
-        return g * centered / self.denom
+        return _var_backward(self, (grad / (out * 2)).masked_fill(out == 0, 0.0), x)
 
 
-def _correction(unbiased, correction):
-    if correction is not None:
-        return correction
-    if unbiased is None:
-        return 1
-    return 1 if unbiased else 0
+def _var_backward(node, grad, x):
+    """2 (x - mean) / dof, with PyTorch's answers where no degrees of freedom are left."""
+    axes, keepdim, dof = node.axes, node.keepdim, node.dof
+    g = _expand_back(grad, x.shape, axes, keepdim)
+    mean = x.mean(axes, keepdim=True)
+    if node.full and dof <= 0:
+        # 2 / 0 is inf; times x - mean it is inf, except NaN where x equals the mean.
+        return g * x.new_full(x.shape, math.inf).masked_fill(x == mean, math.nan)
+    # Along dims PyTorch divides by the unclamped dof (negative when correction > n).
+    return g * (x - mean) * (2.0 / dof if dof else math.inf)
 
 
-def _var_std(input, dim, unbiased, keepdim, correction, is_std):
-    if isinstance(dim, bool):  # var(x, True) is the old var(x, unbiased)
+def _var_args(dim, unbiased, correction):
+    """(dim, correction) from PyTorch's overloads: var(x, unbiased), var(x, dim, unbiased) and
+    var(x, dim, correction=c)."""
+    if isinstance(dim, bool):
         unbiased, dim = dim, None
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+def _var_std(input, dim, correction, keepdim, is_std):
     if input._dtype._kind < 2:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes")
-    c = _correction(unbiased, correction)
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     axes = _axes(input, dim)
-    n = 1
-    for a in axes:
-        n *= input._data.shape[a]
-    data = _acc(input)
+    dof = _numel(input._data.shape, axes) - correction
+    if dof <= 0:
+        warnings.warn(f"{'std' if is_std else 'var'}(): degrees of freedom is <= 0. Correction "
+                      "should be strictly less than the reduction factor (input numel divided by "
+                      "output numel).", UserWarning, stacklevel=3)
     xp = input._backend.xp
-    denom = builtins.max(n - c, 0)
-    with_err = xp.errstate(divide="ignore", invalid="ignore") if hasattr(xp, "errstate") else None
-    if with_err is not None:
-        with with_err:
-            var = data.var(axis=axes, keepdims=keepdim, ddof=c) if n else \
-                xp.full(_reduced_shape(data.shape, axes, keepdim), math.nan)
+    data = _compute_data(input)
+    if data.size:
+        with _quiet(xp):
+            centered = data - data.mean(axis=axes, keepdims=True)
+            out = (centered * centered).sum(axis=axes, keepdims=keepdim) / builtins.max(dof, 0)
+            if is_std:
+                out = xp.sqrt(out)
     else:
-        var = data.var(axis=axes, keepdims=keepdim, ddof=c)
-    out = xp.sqrt(var) if is_std else var
-    res = _wrap(xp.asarray(out, dtype=input._dtype.np), input._dtype, input)
-    if _needs(input):
-        if is_std:
-            record(StdBackward0, (input,), res, save=(input,), save_out=True, axes=axes,
-                   keepdim=keepdim, denom=denom)
-        else:
-            record(VarBackward0, (input,), res, save=(input,), axes=axes, keepdim=keepdim,
-                   denom=denom)
+        out = xp.full(_reduced_shape(data.shape, axes, keepdim), math.nan)
+    res = _result(input, out, input._dtype)
+    if needs_grad(input):
+        node = StdBackward0 if is_std else VarBackward0
+        record(node, (input,), res, save=(input,), save_out=is_std, axes=axes, keepdim=keepdim,
+               dof=dof, full=dim is None or data.ndim == 0)
     return res
 
 
-def _reduced_shape(shape, axes, keepdim):
-    return tuple(1 if i in axes else s for i, s in enumerate(shape) if keepdim or i not in axes)
-
-
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _var_std(input, dim, unbiased, keepdim, correction, False)
+    dim, correction = _var_args(dim, unbiased, correction)
+    return _var_std(input, dim, correction, keepdim, False)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _var_std(input, dim, unbiased, keepdim, correction, True)
+    dim, correction = _var_args(dim, unbiased, correction)
+    return _var_std(input, dim, correction, keepdim, True)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    dim, correction = _var_args(dim, unbiased, correction)
+    return _var_std(input, dim, correction, keepdim, False), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    dim, correction = _var_args(dim, unbiased, correction)
+    return _var_std(input, dim, correction, keepdim, True), mean(input, dim, keepdim)
 
 
 class NormBackward1(Node):
-    """Gradient of the 2-norm, zero where the norm is zero (as PyTorch, not NaN)."""
+    """Gradient of the p-norm, sign(x) |x|^(p-1) / norm^(p-1), taken as zero where the norm is
+    zero (as PyTorch, not NaN)."""
     __slots__ = ()
 
     def backward(self, grad):
         x, out = self.saved_tensors
+        p = self.p
         out_b = _expand_back(out, x.shape, self.axes, self.keepdim)
         g = _expand_back(grad, x.shape, self.axes, self.keepdim)
-        safe = out_b.masked_fill(out_b == 0, 1.0)
-        return (g * x / safe).masked_fill(out_b == 0, 0.0)
+        zero = out_b == 0
+        safe = out_b.masked_fill(zero, 1.0)
+        if p == 2:
+            return (g * x / safe).masked_fill(zero, 0.0)
+        return (g * x.sign() * x.abs().pow(p - 1) / safe.pow(p - 1)).masked_fill(zero, 0.0)
+
+
+class NormZeroBackward(Node):
+    """The "0-norm" counts non-zeros, a step function: like PyTorch, no gradient flows."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return None
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    if input._dtype._kind < 2:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {dtype_name(input._dtype)}")
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype._kind < 2:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {dtype_name(input._dtype)}")
-    if p in ("fro", 2, 2.0, None):
-        axes = _axes(input, dim)
-        data = _acc(input)
-        xp = input._backend.xp
-        out = xp.sqrt((data * data).sum(axis=axes, keepdims=keepdim))
-        res = _wrap(xp.asarray(out, dtype=input._dtype.np), input._dtype, input)
-        if _needs(input):
-            record(NormBackward1, (input,), res, save=(input,), save_out=True, axes=axes,
-                   keepdim=keepdim)
-        return res
     if p == "nuc":
         raise NotImplementedError("nuclear norm lives in ember.linalg")
-    a = input.abs()
-    if p in (math.inf, "inf"):
-        return amax(a, dim if dim is not None else (), keepdim)
-    if p in (-math.inf, "-inf"):
-        return amin(a, dim if dim is not None else (), keepdim)
+    if p in ("fro", None):
+        p = 2
+    axes = _axes(input, dim)
+    if p in (math.inf, -math.inf):
+        _check_norm_nonempty(input, axes, p, dim)
+        a = input.abs()
+        return amax(a, axes, keepdim) if p > 0 else amin(a, axes, keepdim)
     if p == 0:
-        return (a != 0).to(input._dtype).sum(dim, keepdim)
+        res = (input != 0).sum(axes, keepdim).to(input._dtype)
+        if needs_grad(input):
+            record(NormZeroBackward, (input,), res)
+        return res
     if p == 1:
-        return a.sum(dim, keepdim)
-    return a.pow(p).sum(dim, keepdim).pow(1.0 / p)
+        return input.abs().sum(axes, keepdim)
+    xp = input._backend.xp
+    data = _compute_data(input)
+    if p == 2:
+        out = xp.sqrt((data * data).sum(axis=axes, keepdims=keepdim))
+    else:
+        out = (xp.abs(data) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+    res = _result(input, out, input._dtype)
+    if needs_grad(input):
+        record(NormBackward1, (input,), res, save=(input,), save_out=True, axes=axes,
+               keepdim=keepdim, p=p)
+    return res
+
+
+def _check_norm_nonempty(input, axes, p, dim):
+    which = "inf" if p > 0 else "-inf"
+    if dim is None and input._data.size == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {which} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    for a in axes:
+        if input._data.shape[a] == 0:
+            # (sic) PyTorch's message has no space before "because".
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {which} norm on the "
+                               f"dimension {a}because this dimension is empty and the operation "
+                               "does not have an identity")
 
 
 class LogsumexpBackward0(Node):
@@ -422,67 +537,82 @@ class LogsumexpBackward0(Node):
         return _expand_back(grad, x.shape, self.axes, self.keepdim) * (x - out_b).exp()
 
 
-def logsumexp(input, dim=None, keepdim=False):
-    if dim is None:
-        dim = tuple(range(input.ndim))
+def logsumexp(input, dim, keepdim=False):
     axes = _axes(input, dim)
     if input._dtype._kind < 2:
         input = input.to(dt.get_default_dtype())
     xp = input._backend.xp
-    data = _acc(input)
-    if data.size:
-        m = data.max(axis=axes, keepdims=True)
-        m = xp.where(xp.isinf(m), 0, m)
-        with xp.errstate(divide="ignore"):
-            out = xp.log(xp.exp(data - m).sum(axis=axes, keepdims=True)) + m
-    else:
-        with xp.errstate(divide="ignore"):
-            out = xp.log(xp.exp(data).sum(axis=axes, keepdims=True))
+    data = _compute_data(input)
+    with _quiet(xp):
+        if data.size:
+            # Shift by the (finite) maximum so that exp cannot overflow.
+            m = data.max(axis=axes, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+        else:
+            m = xp.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
+        out = xp.log(xp.exp(data - m).sum(axis=axes, keepdims=True)) + m
     if not keepdim:
         out = out.reshape(_reduced_shape(data.shape, axes, False))
-    res = _wrap(xp.asarray(out, dtype=input._dtype.np), input._dtype, input)
-    if _needs(input):
+    res = _result(input, out, input._dtype)
+    if needs_grad(input):
         record(LogsumexpBackward0, (input,), res, save=(input,), save_out=True, axes=axes,
                keepdim=keepdim)
     return res
 
 
+# ---------------------------------------------------------------------------------------------
+# all, any, count_nonzero
+# ---------------------------------------------------------------------------------------------
+
+def _all_any(input, dim, keepdim, fn):
+    # An explicit empty dim list reduces nothing here (unlike sum): each element becomes a bool.
+    axes = () if isinstance(dim, (tuple, list)) and not dim else _axes(input, dim)
+    # uint8 stays uint8, for compatibility with the days before torch.bool.
+    out_dt = dt.uint8 if input._dtype is dt.uint8 else dt.bool
+    return _result(input, fn(input._data, axis=axes, keepdims=keepdim), out_dt)
+
+
 def all(input, dim=None, keepdim=False):
-    axes = _axes(input, dim)
-    xp = input._backend.xp
-    return _wrap(xp.asarray(xp.all(input._data, axis=axes, keepdims=keepdim)), dt.bool, input)
+    return _all_any(input, dim, keepdim, input._backend.xp.all)
 
 
 def any(input, dim=None, keepdim=False):
-    axes = _axes(input, dim)
-    xp = input._backend.xp
-    return _wrap(xp.asarray(xp.any(input._data, axis=axes, keepdims=keepdim)), dt.bool, input)
+    return _all_any(input, dim, keepdim, input._backend.xp.any)
 
 
 def count_nonzero(input, dim=None):
     axes = _axes(input, dim)
     xp = input._backend.xp
-    return _wrap(xp.asarray(xp.count_nonzero(input._data, axis=axes)).astype("int64"), dt.int64, input)
+    return _result(input, xp.count_nonzero(input._data, axis=axes), dt.int64)
 
+
+# ---------------------------------------------------------------------------------------------
+# cumsum, cumprod
+# ---------------------------------------------------------------------------------------------
 
 class CumsumBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
+        if grad.ndim == 0:
+            return grad
         d = self.dim
         return grad.flip(d).cumsum(d).flip(d)
 
 
-def cumsum(input, dim, *, dtype=None):
+def _scan(input, dim, dtype, fn, node_cls, save):
     d = wrap_dim(dim, input._data.ndim)
-    out_dt = dtype or (dt.int64 if input._dtype._kind <= 1 else input._dtype)
-    data = input._data.astype(out_dt.np) if out_dt is not input._dtype else _acc(input)
-    xp = input._backend.xp
-    out = xp.cumsum(data, axis=d) if data.ndim else data.copy()
-    res = _wrap(xp.asarray(out, dtype=out_dt.np), out_dt, input)
-    if _needs(input):
-        record(CumsumBackward0, (input,), res, dim=d)
+    out_dt = dtype or _int_sum_dtype(input._dtype)
+    data = _compute_data(input, out_dt)
+    out = fn(data, axis=d) if data.ndim else data.copy()
+    res = _result(input, out, out_dt)
+    if _differentiable(input, out_dt):
+        record(node_cls, (input,), res, save=(input,) if save else (), save_out=save, dim=d)
     return res
+
+
+def cumsum(input, dim, *, dtype=None):
+    return _scan(input, dim, dtype, input._backend.xp.cumsum, CumsumBackward0, False)
 
 
 class CumprodBackward0(Node):
@@ -490,42 +620,38 @@ class CumprodBackward0(Node):
 
     def backward(self, grad):
         x, out = self.saved_tensors
+        if x.ndim == 0:
+            return grad
         d = self.dim
         if not bool((x == 0).any()):
             return (grad * out).flip(d).cumsum(d).flip(d) / x
-        # With zeros, sum_{j>=i} g_j * prod_{k<=j, k!=i} x_k, computed per position.
+        # With zeros, dividing by x is not possible: for each i, sum over j >= i of
+        # grad_j * prod_{k <= j, k != i} x_k, built from the prefix product before i.
+        from .shape import cat
         n = x.shape[d]
+        ones = _ones_slice(x, d)
         cols = []
         for i in range(n):
-            left = x.narrow(d, 0, i).prod(d, keepdim=True) if i else x.narrow(d, 0, 1) * 0 + 1
-            rest = x.narrow(d, i + 1, n - i - 1)
-            ones = x.narrow(d, 0, 1) * 0 + 1
-            from .shape import cat
-            tail = cat([ones, rest], d).cumprod(d) * left
-            cols.append((grad.narrow(d, i, n - i) * tail).sum(d, keepdim=True))
-        from .shape import cat
+            before = x.narrow(d, 0, i).prod(d, keepdim=True) if i else ones
+            after = cat([ones, x.narrow(d, i + 1, n - i - 1)], d).cumprod(d)
+            cols.append((grad.narrow(d, i, n - i) * after * before).sum(d, keepdim=True))
         return cat(cols, d)
 
 
 def cumprod(input, dim, *, dtype=None):
-    d = wrap_dim(dim, input._data.ndim)
-    out_dt = dtype or (dt.int64 if input._dtype._kind <= 1 else input._dtype)
-    data = input._data.astype(out_dt.np) if out_dt is not input._dtype else _acc(input)
-    xp = input._backend.xp
-    out = xp.cumprod(data, axis=d) if data.ndim else data.copy()
-    res = _wrap(xp.asarray(out, dtype=out_dt.np), out_dt, input)
-    if _needs(input):
-        record(CumprodBackward0, (input,), res, save=(input,), save_out=True, dim=d)
-    return res
+    return _scan(input, dim, dtype, input._backend.xp.cumprod, CumprodBackward0, True)
 
+
+# ---------------------------------------------------------------------------------------------
+# softmax, log_softmax
+# ---------------------------------------------------------------------------------------------
 
 class SoftmaxBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
         (y,) = self.saved_tensors
-        d = self.dim
-        return y * (grad - (grad * y).sum(d, keepdim=True))
+        return y * (grad - (grad * y).sum(self.dim, keepdim=True))
 
 
 class LogSoftmaxBackward0(Node):
@@ -533,37 +659,40 @@ class LogSoftmaxBackward0(Node):
 
     def backward(self, grad):
         (y,) = self.saved_tensors
-        d = self.dim
-        return grad - y.exp() * grad.sum(d, keepdim=True)
+        return grad - y.exp() * grad.sum(self.dim, keepdim=True)
 
 
 def _softmax_common(input, dim, dtype, log):
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype._kind < 2:
-        raise RuntimeError(f"\"{'log_softmax' if log else 'softmax'}_lastdim_kernel_impl\" not "
-                           f"implemented for '{dtype_name(input._dtype)}'")
     nd = input._data.ndim
     d = wrap_dim(dim, nd) if dim is not None else _legacy_softmax_dim(nd)
+    if input._data.size == 0 and input._dtype._kind < 2:  # no kernel runs to refuse the dtype
+        return _wrap(input._data.copy(), input._dtype, input)
+    if input._dtype._kind < 2:
+        kernel = ("log_" if log else "") + "softmax" + ("_lastdim" if d == builtins.max(nd, 1) - 1
+                                                        else "") + "_kernel_impl"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(input._dtype)}'")
     xp = input._backend.xp
-    data = _acc(input)
+    data = _compute_data(input)
     if data.ndim == 0:
         out = xp.zeros_like(data) if log else xp.ones_like(data)
     else:
-        m = data.max(axis=d, keepdims=True) if data.size else data
-        m = xp.where(xp.isfinite(m), m, 0)
-        shifted = data - m
-        e = xp.exp(shifted)
-        s = e.sum(axis=d, keepdims=True)
-        out = shifted - xp.log(s) if log else e / s
-    res = _wrap(xp.asarray(out, dtype=input._dtype.np), input._dtype, input)
-    if _needs(input):
+        with _quiet(xp):
+            # Shift by the maximum, even an infinite one: PyTorch's rows holding inf become NaN.
+            shifted = data - data.max(axis=d, keepdims=True) if data.size else data
+            e = xp.exp(shifted)
+            s = e.sum(axis=d, keepdims=True)
+            out = shifted - xp.log(s) if log else e / s
+    res = _result(input, out, input._dtype)
+    if needs_grad(input):
         record(LogSoftmaxBackward0 if log else SoftmaxBackward0, (input,), res, save_out=True,
-               dim=d if nd else 0)
+               dim=d)
     return res
 
 
 def _legacy_softmax_dim(nd):
+    # PyTorch's implicit choice when dim is omitted (deprecated there too).
     return 0 if nd in (0, 1, 3) else 1
 
 
