@@ -183,6 +183,11 @@ def result_type(*operands):
     return _combine(dim_result, _combine(zero_result, wrapped_result))
 
 
+def largest_finite(d):
+    """The largest finite value of floating dtype ``d`` (``finfo(d).max``)."""
+    return _builtins.float(ml_dtypes.finfo(d.np).max)
+
+
 def can_cast(from_, to):
     """Whether ``from_`` may be cast to ``to`` under PyTorch's same-kind rule."""
     return from_._kind <= to._kind

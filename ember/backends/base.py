@@ -52,6 +52,10 @@ class Backend:
     def erf(self, x):
         raise NotImplementedError
 
+    def erfc(self, x):
+        """``1 - erf(x)`` without the cancellation where ``erf(x)`` is near 1."""
+        raise NotImplementedError
+
     def erfinv(self, x):
         raise NotImplementedError
 

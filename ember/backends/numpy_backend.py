@@ -41,6 +41,7 @@ def _erfinv_scalar(y):
 
 
 _erf_loop = np.vectorize(math.erf, otypes=[np.float64])
+_erfc_loop = np.vectorize(math.erfc, otypes=[np.float64])
 _erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
 
 
@@ -71,6 +72,11 @@ class NumpyBackend(Backend):
         if _scipy_special is not None:
             return _scipy_special.erf(x)
         return _erf_loop(x).astype(x.dtype, copy=False)
+
+    def erfc(self, x):
+        if _scipy_special is not None:
+            return _scipy_special.erfc(x)
+        return _erfc_loop(x).astype(x.dtype, copy=False)
 
     def erfinv(self, x):
         if _scipy_special is not None:

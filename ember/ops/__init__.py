@@ -11,6 +11,7 @@ from .creation import *  # noqa: F401,F403
 from .inplace import copy_, fill_, zero_, inplace
 from . import elementwise, reduce, shape, indexing, linalg, creation, inplace as _inplace_mod
 from .._tensor import Tensor
+from ._dispatch import ELIDE_MIN_BYTES as _ELIDE_MIN_BYTES, reuse_temporary as _reuse_temporary
 
 # ---- methods that are the same function as the module-level op ------------------------------
 _METHODS = [
@@ -23,7 +24,7 @@ _METHODS = [
     "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
     "isclose", "allclose", "equal", "negative", "absolute", "arcsin", "arccos", "arctan",
     "arcsinh", "arccosh", "arctanh", "fix", "positive", "round", "logit", "clamp", "clip",
-    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy",
+    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy", "square",
     *_UNARY,
     # reductions
     "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
@@ -103,27 +104,32 @@ for _name in _INPLACE:
 # ---- Python operators ------------------------------------------------------------------------
 def _reflect(fn):
     def method(self, other):
-        from ._dispatch import as_tensor_on
-        return fn(as_tensor_on(other, self), self)
+        return fn(other, self)
     return method
 
 
-def _binary_operator(fn):
+def _binary_operator(fn, ufunc_name=None):
+    """``fn`` as an operator method; with ``ufunc_name``, a large temporary left operand lends
+    its buffer to the result, as in NumPy (see ``_dispatch.reuse_temporary``)."""
     def method(self, other):
         if not isinstance(other, (Tensor, int, float, bool, complex)) and not hasattr(other, "dtype"):
             return NotImplemented
+        if ufunc_name is not None and self._data.nbytes >= _ELIDE_MIN_BYTES:
+            result = _reuse_temporary(self, other, ufunc_name)
+            if result is not None:
+                return result
         return fn(self, other)
     return method
 
 
-Tensor.__add__ = _binary_operator(add)
+Tensor.__add__ = _binary_operator(add, "add")
 Tensor.__radd__ = _binary_operator(add)
-Tensor.__sub__ = _binary_operator(sub)
+Tensor.__sub__ = _binary_operator(sub, "subtract")
 Tensor.__rsub__ = lambda self, other: rsub(self, other)
-Tensor.__mul__ = _binary_operator(mul)
+Tensor.__mul__ = _binary_operator(mul, "multiply")
 Tensor.__rmul__ = _binary_operator(mul)
-Tensor.__truediv__ = _binary_operator(div)
-Tensor.__rtruediv__ = _reflect(div)
+Tensor.__truediv__ = _binary_operator(div, "true_divide")
+Tensor.__rtruediv__ = lambda self, other: mul(reciprocal(self), other)  # as torch computes it
 Tensor.__floordiv__ = _binary_operator(floor_divide)
 Tensor.__rfloordiv__ = _reflect(floor_divide)
 Tensor.__mod__ = _binary_operator(remainder)
@@ -135,7 +141,7 @@ Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other
 Tensor.__neg__ = neg  # noqa: F405
 Tensor.__pos__ = positive
 Tensor.__abs__ = abs  # noqa: F405
-Tensor.__invert__ = bitwise_not
+Tensor.__invert__ = elementwise._invert
 Tensor.__and__ = _binary_operator(bitwise_and)
 Tensor.__rand__ = _binary_operator(bitwise_and)
 Tensor.__or__ = _binary_operator(bitwise_or)
@@ -144,6 +150,8 @@ Tensor.__xor__ = _binary_operator(bitwise_xor)
 Tensor.__rxor__ = _binary_operator(bitwise_xor)
 Tensor.__lshift__ = _binary_operator(bitwise_left_shift)
 Tensor.__rshift__ = _binary_operator(bitwise_right_shift)
+Tensor.__rlshift__ = _reflect(bitwise_left_shift)
+Tensor.__rrshift__ = _reflect(bitwise_right_shift)
 Tensor.__eq__ = _binary_operator(eq)
 Tensor.__ne__ = _binary_operator(ne)
 Tensor.__lt__ = _binary_operator(lt)

@@ -4,6 +4,9 @@ and recording the op in the autograd graph.
 An op is a plain function that computes arrays through ``tensor._backend`` and, when a gradient
 is needed, records a ``Node`` subclass whose ``backward`` (written in Ember ops) sits next to it.
 """
+import dis
+import sys
+
 from .. import _dtype as dt
 from .._tensor import Tensor, _wrap, _wrap_with, _new, _default_device
 from ..autograd import grad_mode
@@ -104,7 +107,96 @@ def binary_operands(a, b):
         rt = dt.result_type(a, b)
     if rt is dt.bool:
         b = bool(b)
+    elif rt._kind == 1 and tb is not float:
+        b = wrap_int(b, rt)
+    elif rt is dt.bfloat16:  # ml_dtypes has no weak Python scalars: cast it as PyTorch does
+        b = rt.np.type(b)
     return cast(a._data, rt), b, rt
+
+
+def wrap_int(value, dtype):
+    """A Python int as integer ``dtype`` stores it: PyTorch casts an out-of-range scalar operand
+    with two's-complement wraparound (``uint8 tensor - 1`` subtracts 255), where NumPy raises."""
+    bits = dtype.itemsize * 8
+    value = int(value) & ((1 << bits) - 1)
+    if dtype.is_signed and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
+
+
+# ---- Reusing a temporary's buffer -----------------------------------------------------------
+# NumPy evaluates ``x * 1.5 + y`` with one allocation, not two: when the left operand of a Python
+# operator is a large temporary that nothing else references, it writes the result into that
+# operand's buffer ("temporary elision"). A Tensor holds a second reference to its array, which
+# hides the temporary from NumPy, so Ember's operators make the same check on the Tensor.
+ELIDE_MIN_BYTES = 256 * 1024  # NumPy's threshold: below it a fresh allocation costs little
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+
+
+def _called_by_operator_syntax(frame):
+    # An explicit ``Tensor.__add__(x, y)`` call hands over the caller's reference to ``x``, so
+    # only a call made by the BINARY_OP instruction itself has the reference count read below.
+    return frame.f_code.co_code[frame.f_lasti] == _BINARY_OP
+
+
+def _temporary_refcount():
+    """The reference count an operator's temporary left operand shows inside ``reuse_temporary``.
+
+    Measured on a probe with the same call structure (caller -> ``__add__`` -> function). None
+    (never reuse) unless every way of naming an operand shows a higher count: not on other
+    interpreters, nor on CPythons that load local variables as borrowed references."""
+    if sys.implementation.name != "cpython" or _BINARY_OP is None:
+        return None
+
+    def count(operand, other):
+        return sys.getrefcount(operand), _called_by_operator_syntax(sys._getframe(2))
+
+    class Probe:
+        def __add__(self, other):
+            return count(self, other)
+
+    def samples():
+        local, holder = Probe(), [Probe()]
+        return Probe() + 0, [local + 0, holder[0] + 0, _probe_global + 0]
+
+    global _probe_global
+    _probe_global = Probe()
+    (temporary, by_operator), named = samples()
+    del _probe_global
+    if not by_operator or any(refs <= temporary for refs, _ in named):
+        return None
+    return temporary
+
+
+_TEMPORARY_REFS = _temporary_refcount()
+
+
+def reuse_temporary(t, other, ufunc_name):
+    """``t <op> other`` computed in ``t``'s own buffer when ``t`` is a large temporary that nothing
+    else can see; None otherwise. Call it only directly from a binary operator method."""
+    data = t._data
+    # Integer division changes dtype and bool arithmetic raises: floating types only.
+    if (data.nbytes < ELIDE_MIN_BYTES or _TEMPORARY_REFS is None or type(t) is not Tensor
+            or t._dtype._kind < 2 or t._requires_grad or t.__dict__
+            or sys.getrefcount(t) != _TEMPORARY_REFS
+            or sys.getrefcount(data) != 3  # held by t, by `data` and by getrefcount: no views
+            or data.base is not None
+            or not getattr(data.flags, "writeable", True)
+            or not _called_by_operator_syntax(sys._getframe(2))):
+        return None
+    if isinstance(other, Tensor):
+        if other._requires_grad and _state.enabled:
+            return None
+        shape = other._data.shape
+        if shape != data.shape and (other._data.size != 1 or len(shape) > data.ndim):
+            return None
+    elif not isinstance(other, _PY_SCALARS):
+        return None
+    a, b, rt = binary_operands(t, other)
+    if rt is not t._dtype or a is not data:
+        return None
+    getattr(t._backend.xp, ufunc_name)(a, b, out=a)
+    return _wrap(a, rt, t)
 
 
 def scalar_or_data(x):
@@ -139,8 +231,9 @@ def wrap_dims(dims, ndim):
     if isinstance(dims, int):
         dims = (dims,)
     out = tuple(wrap_dim(d, ndim) for d in dims)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return out
 
 
@@ -152,4 +245,4 @@ def to_float_dtype(d):
 __all__ = ["Tensor", "Node", "needs_grad", "record", "record_multi", "binary_operands", "cast",
            "as_tensor_on", "wrap_dim", "wrap_dims", "device_mismatch", "_wrap", "_wrap_with",
            "_default_device", "to_float_dtype", "dtype_name", "check_out_dtype",
-           "scalar_or_data"]
+           "scalar_or_data", "reuse_temporary", "wrap_int"]

@@ -2,12 +2,57 @@
 
 Each op's forward (on backend arrays) and backward (in Ember ops, so it is differentiable again)
 stand next to each other. The unary float functions are one table row each.
+
+Binary ops take a Python scalar on either side. A scalar stays a Python number down to the
+backend call: NumPy 2 treats it as weakly typed, as PyTorch treats a "wrapped number", so
+``2.5 / half_tensor`` stays half.
 """
 import math
 
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
+from ..autograd.grad_mode import _state as _grad_state
+
+
+def _operands(input, other):
+    """``(like, a, b, rt)`` for ``input <op> other`` where either may be a Python scalar: the
+    arrays (or scalar) in the result dtype ``rt``, and ``like``, the tensor the result lives with."""
+    if isinstance(input, Tensor):
+        a, b, rt = binary_operands(input, other)
+        return input, a, b, rt
+    if not isinstance(other, Tensor):
+        raise TypeError(f"expected a Tensor operand, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
+    b, a, rt = binary_operands(other, input)
+    return other, a, b, rt
+
+
+def _tensor_or_none(x):
+    return x if isinstance(x, Tensor) else None
+
+
+def _zeros_like(t):
+    """Zeros shaped like ``t``: a gradient that is zero everywhere, even where ``grad`` is inf."""
+    return _wrap(t._backend.xp.zeros_like(t._data), t._dtype, t)
+
+
+def _not_implemented(kernel, dtype):
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dtype)}'")
+
+
+def _opmath(data, dtype):
+    """``data`` in the precision PyTorch's CPU kernels compute ``dtype`` in: half and bfloat16
+    go through float32 and are rounded once at the end."""
+    return data.astype(dt.float32.np) if dtype._kind == 2 and dtype._rank == 0 else data
+
+
+class NotImplementedBackward(Node):
+    """The history of an op PyTorch records but cannot differentiate (``floor_divide``)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -22,17 +67,20 @@ class AddBackward0(Node):
         return grad, (grad if alpha == 1 else grad * alpha)
 
 
+def _check_alpha(alpha, rt):
+    if rt._kind < 2 and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+
+
 def add(input, other, *, alpha=1, out=None):
-    if not isinstance(input, Tensor):
-        input, other = as_tensor_on(input, other), other
-    a, b, rt = binary_operands(input, other)
+    like, a, b, rt = _operands(input, other)
     if alpha != 1:
+        _check_alpha(alpha, rt)
         b = b * alpha
-    if rt is dt.bool and alpha != 1:
-        raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    res = _wrap(input._backend.xp.add(a, b), rt, input)
-    if needs_grad(input, other if isinstance(other, Tensor) else None):
-        record(AddBackward0, (input, other if isinstance(other, Tensor) else None), res, alpha=alpha)
+    res = _wrap(cast(like._backend.xp.asarray(like._backend.xp.add(a, b)), rt), rt, like)
+    if needs_grad(_tensor_or_none(input), _tensor_or_none(other)):
+        record(AddBackward0, (_tensor_or_none(input), _tensor_or_none(other)), res, alpha=alpha)
     return _maybe_out(res, out)
 
 
@@ -44,25 +92,31 @@ class SubBackward0(Node):
         return grad, (-grad if alpha == 1 else grad * -alpha)
 
 
+def _is_bool_operand(x):
+    return x._dtype is dt.bool if isinstance(x, Tensor) else type(x) is bool
+
+
 def sub(input, other, *, alpha=1, out=None):
-    if not isinstance(input, Tensor):
-        input = as_tensor_on(input, other)
-    a, b, rt = binary_operands(input, other)
-    if rt is dt.bool:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool_operand(input) or _is_bool_operand(other):
+        if _is_bool_operand(input) and _is_bool_operand(other):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    like, a, b, rt = _operands(input, other)
     if alpha != 1:
+        _check_alpha(alpha, rt)
         b = b * alpha
-    res = _wrap(input._backend.xp.subtract(a, b), rt, input)
-    o = other if isinstance(other, Tensor) else None
-    if needs_grad(input, o):
-        record(SubBackward0, (input, o), res, alpha=alpha)
+    res = _wrap(like._backend.xp.subtract(a, b), rt, like)
+    if needs_grad(_tensor_or_none(input), _tensor_or_none(other)):
+        record(SubBackward0, (_tensor_or_none(input), _tensor_or_none(other)), res, alpha=alpha)
     return _maybe_out(res, out)
 
 
 def rsub(input, other, *, alpha=1):
-    return sub(as_tensor_on(other, input) if not isinstance(other, Tensor) else other,
-               input, alpha=alpha)
+    """``other - alpha * input``: Python's ``2 - x``."""
+    return sub(other, input, alpha=alpha)
 
 
 class MulBackward0(Node):
@@ -98,31 +152,43 @@ class DivBackward0(Node):
         if b is None:
             return grad / self.scalar, None
         ga = None if self.next_functions[0] is None else grad / b
-        gb = None if self.next_functions[1] is None else -grad * a / (b * b)
-        return ga, gb
+        if self.next_functions[1] is None:
+            return ga, None
+        numerator = a if a is not None else self.scalar
+        return ga, -grad * numerator / (b * b)
+
+
+class DivBackward2(Node):
+    """``div`` with a rounding mode: a step function, so a zero gradient for both inputs."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        zero = _zeros_like(grad)
+        return zero, (zero if self.next_functions[1] is not None else None)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    if not isinstance(input, Tensor):
-        input = as_tensor_on(input, other)
     if rounding_mode is not None:
-        if rounding_mode == "trunc":
-            res = _div_rounded(input, other, "trunc")
-        elif rounding_mode == "floor":
-            res = floor_divide(input, other)
-        else:
-            raise ValueError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+        if rounding_mode not in ("trunc", "floor"):
+            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                              f"but found '{rounding_mode}'")
+        res = _div_rounded(input, other, rounding_mode)
+        tensors = (_tensor_or_none(input), _tensor_or_none(other))
+        if needs_grad(*tensors):
+            record(DivBackward2, tensors, res)
         return _maybe_out(res, out)
-    a, b, rt = binary_operands(input, other)
+    like, a, b, rt = _operands(input, other)
     if rt._kind < 2:
         rt = dt.get_default_dtype()
-        a, b = cast(a, rt), (cast(b, rt) if isinstance(other, Tensor) else b)
-    res = _wrap(input._backend.xp.true_divide(a, b), rt, input)
+        a = cast(a, rt) if isinstance(input, Tensor) else a
+        b = cast(b, rt) if isinstance(other, Tensor) else b
+    res = _wrap(like._backend.xp.true_divide(a, b), rt, like)
     if isinstance(other, Tensor):
-        if needs_grad(input, other):
-            record(DivBackward0, (input, other), res,
-                   save=(input if other._requires_grad else None, other))
+        tin = _tensor_or_none(input)
+        if needs_grad(tin, other):
+            record(DivBackward0, (tin, other), res,
+                   save=(tin if other._requires_grad else None, other),
+                   scalar=None if tin is not None else input)
     elif needs_grad(input):
         record(DivBackward0, (input, None), res, save=(None, None), scalar=other)
     return _maybe_out(res, out)
@@ -133,44 +199,32 @@ multiply = mul
 subtract = sub
 
 
-def _zero_division_check(xp, b, rt):
-    if rt._kind <= 1:
-        zero = (b == 0) if not isinstance(b, (int, bool)) else b == 0
-        if bool(xp.any(zero)) if not isinstance(zero, bool) else zero:
-            raise RuntimeError("ZeroDivisionError")
+def _check_integer_divisor(xp, b, rt):
+    if rt._kind <= 1 and (bool(xp.any(b == 0)) if hasattr(b, "shape") else b == 0):
+        raise RuntimeError("ZeroDivisionError")
 
 
 def _div_rounded(input, other, mode):
-    a, b, rt = binary_operands(input, other)
-    xp = input._backend.xp
-    _zero_division_check(xp, b, rt)
-    if rt._kind <= 1:
-        q = xp.floor_divide(a, b)
+    like, a, b, rt = _operands(input, other)
+    xp = like._backend.xp
+    _check_integer_divisor(xp, b, rt)
+    if mode == "floor":
+        data = xp.floor_divide(a, b)
+    elif rt._kind <= 1:
         # floor -> trunc for integers: step towards zero where the signs differ and it isn't exact
-        fix = (xp.remainder(a, b) != 0) & ((a < 0) != (xp.asarray(b) < 0))
+        q = xp.floor_divide(a, b)
+        fix = (xp.remainder(a, b) != 0) & ((xp.asarray(a) < 0) != (xp.asarray(b) < 0))
         data = q + fix.astype(q.dtype)
     else:
         data = xp.trunc(xp.true_divide(a, b))
-    return _wrap(data, rt, input)
-
-
-class FloorDivideBackward(Node):
-    __slots__ = ()
-
-    def backward(self, grad):
-        return grad * 0, (grad * 0 if self.next_functions[1] is not None else None)
+    return _wrap(cast(xp.asarray(data), rt), rt, like)
 
 
 def floor_divide(input, other, *, out=None):
-    if not isinstance(input, Tensor):
-        input = as_tensor_on(input, other)
-    a, b, rt = binary_operands(input, other)
-    xp = input._backend.xp
-    _zero_division_check(xp, b, rt)
-    res = _wrap(xp.floor_divide(a, b), rt, input)
-    o = other if isinstance(other, Tensor) else None
-    if needs_grad(input, o):
-        record(FloorDivideBackward, (input, o), res)
+    res = _div_rounded(input, other, "floor")
+    tensors = (_tensor_or_none(input), _tensor_or_none(other))
+    if needs_grad(*tensors):
+        record(NotImplementedBackward, tensors, res, op="floor_divide")
     return _maybe_out(res, out)
 
 
@@ -181,19 +235,20 @@ class RemainderBackward0(Node):
         a, b = self.saved_tensors
         gb = None
         if self.next_functions[1] is not None:
-            gb = -grad * (a / b).floor() if self.kind == "remainder" else -grad * (a / b).trunc()
+            gb = -grad * div(a, b, rounding_mode="floor" if self.kind == "remainder" else "trunc")
         return grad, gb
 
 
 def _mod(input, other, xp_name, kind):
+    like, a, b, rt = _operands(input, other)
+    xp = like._backend.xp
+    _check_integer_divisor(xp, b, rt)
+    res = _wrap(cast(xp.asarray(getattr(xp, xp_name)(a, b)), rt), rt, like)
     if not isinstance(input, Tensor):
-        input = as_tensor_on(input, other)
-    a, b, rt = binary_operands(input, other)
-    xp = input._backend.xp
-    if rt._kind <= 1:
-        _zero_division_check(xp, b, rt)
-    res = _wrap(getattr(xp, xp_name)(a, b), rt, input)
-    o = other if isinstance(other, Tensor) else None
+        if needs_grad(other):
+            record(NotImplementedBackward, (None, other), res, op=kind)
+        return res
+    o = _tensor_or_none(other)
     if needs_grad(input, o):
         record(RemainderBackward0, (input, o), res, save=(input, o), kind=kind)
     return res
@@ -209,64 +264,104 @@ def fmod(input, other):
     return _mod(input, other, "fmod", "fmod")
 
 
+def _integer_power(xp, a, b):
+    """``a ** b`` for integer arrays, where a negative exponent gives what C's integer division
+    ``1 / a**-b`` gives (PyTorch's rule; NumPy refuses): 1 for a == 1, +-1 for a == -1, else 0."""
+    negative = xp.asarray(b < 0)
+    if not negative.any():
+        return xp.power(a, b)
+    data = xp.power(a, xp.where(negative, 0, b))
+    odd = xp.remainder(b, 2) != 0
+    reciprocal = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, reciprocal, data).astype(data.dtype)
+
+
 class PowBackward0(Node):
+    """``tensor ** scalar``."""
     __slots__ = ()
 
     def backward(self, grad):
-        base, exponent = self.saved_tensors
-        if exponent is None:  # scalar exponent
-            e = self.scalar
-            if e == 0:
-                return grad * 0, None
-            return grad * e * base.pow(e - 1), None
-        if base is None:  # scalar base: d/de b**e = b**e * ln b
-            out = self.scalar ** exponent
-            return None, grad * out * math.log(self.scalar) if self.scalar > 0 else grad * out * \
-                (math.log(self.scalar) if self.scalar > 0 else (0.0 if self.scalar == 0 else math.nan))
+        (base,) = self.saved_tensors
+        e = self.exponent
+        if e == 0:
+            return _zeros_like(grad)
+        return grad * (e * base.pow(e - 1))
+
+
+class PowBackward1(Node):
+    """``tensor ** tensor``: d/db = e * b**(e-1) (0 where e == 0); d/de = b**e * ln b, taken as 0
+    where b == 0 and e >= 0, as PyTorch does."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        base, exponent, result = self.saved_tensors
         gb = ge = None
         if self.next_functions[0] is not None:
-            gb = grad * exponent * base.pow(exponent - 1)
-            gb = where(exponent == 0, gb * 0, gb)
+            gb = where(exponent == 0, _zeros_like(grad), grad * (exponent * base.pow(exponent - 1)))
         if self.next_functions[1] is not None:
-            out = base.pow(exponent)
-            ge = grad * out * where((base == 0) & (exponent >= 0), base * 0, base.log())
+            ln_base = where((base == 0) & (exponent >= 0), _zeros_like(result), result * base.log())
+            ge = grad * ln_base
         return gb, ge
 
 
-def pow(input, exponent, *, out=None):
-    if not isinstance(input, Tensor):
-        # scalar ** tensor
-        base = input
-        exp_t = exponent
-        rt = dt.result_type(exp_t, base)
-        xp = exp_t._backend.xp
-        if rt._kind <= 1 and base != 0 and isinstance(base, int) and bool(xp.any(exp_t._data < 0)):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        data = xp.power(cast(xp.asarray(base), rt), cast(exp_t._data, rt))
-        res = _wrap(data, rt, exp_t)
-        if needs_grad(exp_t):
-            record(PowBackward0, (None, exp_t), res, save=(None, exp_t), scalar=base)
-        return res
-    a, b, rt = binary_operands(input, exponent)
+class PowBackward2(Node):
+    """``scalar ** tensor``: d/de = s**e * ln s, with 0 where s == 0 and e >= 0."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        exponent, result = self.saved_tensors
+        base = self.base
+        ln_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+        g = grad * (result * ln_base)
+        return where(exponent >= 0, _zeros_like(g), g) if base == 0 else g
+
+
+# Exponents PyTorch's pow kernel computes with cheaper, more exact functions than ``power``.
+_SPECIAL_EXPONENTS = {
+    2: lambda xp, x: x * x,
+    3: lambda xp, x: x * x * x,
+    0.5: lambda xp, x: xp.sqrt(x),
+    -0.5: lambda xp, x: 1 / xp.sqrt(x),
+    -1: lambda xp, x: 1 / x,
+    -2: lambda xp, x: 1 / (x * x),
+}
+
+
+def _pow_scalar_exponent(input, exponent):
+    a, e, rt = binary_operands(input, exponent)
     xp = input._backend.xp
-    if rt._kind <= 1 and rt is not dt.bool:
-        neg = (b < 0) if isinstance(exponent, Tensor) else exponent < 0
-        if (bool(xp.any(neg)) if isinstance(exponent, Tensor) else neg):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if isinstance(exponent, Tensor):
-        res = _wrap(xp.power(a, b), rt, input)
-        if needs_grad(input, exponent):
-            record(PowBackward0, (input, exponent), res, save=(input, exponent))
+    if rt._kind == 1 and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    special = _SPECIAL_EXPONENTS.get(e)
+    if rt._kind >= 2 and special is not None:
+        data = special(xp, _opmath(a, rt))
+    elif rt._kind >= 2:
+        data = xp.power(_opmath(a, rt), e)
     else:
-        if exponent == 2:
-            data = xp.multiply(a, a)
-        elif exponent == 0.5 and rt._kind >= 2:
-            data = xp.sqrt(a)
-        else:
-            data = xp.power(a, b)
-        res = _wrap(data, rt, input)
-        if needs_grad(input):
-            record(PowBackward0, (input, None), res, save=(input, None), scalar=exponent)
+        data = xp.power(a, e)
+    res = _wrap(cast(xp.asarray(data), rt), rt, input)
+    if needs_grad(input):
+        record(PowBackward0, (input,), res, save=(input,), exponent=exponent)
+    return res
+
+
+def pow(input, exponent, *, out=None):
+    if not isinstance(exponent, Tensor):
+        return _maybe_out(_pow_scalar_exponent(input, exponent), out)
+    like, a, b, rt = _operands(input, exponent)
+    xp = like._backend.xp
+    if rt is dt.bool:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if rt._kind == 1:
+        data = _integer_power(xp, a, b)
+    else:
+        data = xp.power(a, b)
+    res = _wrap(cast(xp.asarray(data), rt), rt, like)
+    if not isinstance(input, Tensor):
+        if needs_grad(exponent):
+            record(PowBackward2, (exponent,), res, save=(exponent,), save_out=True, base=input)
+    elif needs_grad(input, exponent):
+        record(PowBackward1, (input, exponent), res, save=(input, exponent), save_out=True)
     return _maybe_out(res, out)
 
 
@@ -274,6 +369,11 @@ def float_power(input, exponent):
     x = input.double() if isinstance(input, Tensor) else input
     e = exponent.double() if isinstance(exponent, Tensor) else exponent
     return pow(x, e)
+
+
+def square(input, *, out=None):
+    """``input ** 2``, which PyTorch's ``square`` is: a bool tensor squares to int64."""
+    return pow(input, 2, out=out)
 
 
 class Atan2Backward0(Node):
@@ -301,16 +401,14 @@ class HypotBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        a, b = self.saved_tensors
-        h = self.saved_out()
+        a, b, h = self.saved_tensors
         return grad * a / h, grad * b / h
-
-    def saved_out(self):
-        return self.saved_tensors[2]
 
 
 def hypot(input, other):
     a, b, rt = binary_operands(input, other)
+    if rt._kind < 2:
+        raise _not_implemented("hypot_cpu", rt)
     res = _wrap(input._backend.xp.hypot(a, b), rt, input)
     if needs_grad(input, other):
         record(HypotBackward0, (input, other), res, save=(input, other), save_out=True)
@@ -318,20 +416,23 @@ def hypot(input, other):
 
 
 class MaximumBackward0(Node):
+    """Ties split the gradient evenly, as PyTorch does; a NaN sends it to both inputs."""
     __slots__ = ()
 
     def backward(self, grad):
         a, b = self.saved_tensors
-        # Ties split the gradient evenly, as PyTorch does.
-        pick_a = (a > b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        if self.minimum:
-            pick_a = (a < b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        return grad * pick_a, grad * (1 - pick_a)
+        zero = _zeros_like(grad)
+        shared = where(a == b, grad / 2, grad)
+        a_loses, b_loses = (a > b, a < b) if self.minimum else (a < b, a > b)
+        ga = where(a_loses, zero, shared) if self.next_functions[0] is not None else None
+        gb = where(b_loses, zero, shared) if self.next_functions[1] is not None else None
+        return ga, gb
 
 
 def _extremum(input, other, name, is_min):
     if not isinstance(other, Tensor):
-        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type(other).__name__}")
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
     a, b, rt = binary_operands(input, other)
     res = _wrap(getattr(input._backend.xp, name)(a, b), rt, input)
     if needs_grad(input, other):
@@ -361,34 +462,32 @@ def fmin(input, other):
 # Comparisons, logic, bitwise (no gradient)
 # ---------------------------------------------------------------------------------------------
 
-def _compare(xp_name):
+def _compare(xp_name, torch_name):
     def op(input, other):
-        if not isinstance(input, Tensor):
-            input, other = as_tensor_on(input, other), other
-        a, b, _ = binary_operands(input, other)
-        return _wrap(getattr(input._backend.xp, xp_name)(a, b), dt.bool, input)
-    op.__name__ = xp_name
+        like, a, b, _ = _operands(input, other)
+        return _wrap(getattr(like._backend.xp, xp_name)(a, b), dt.bool, like)
+    op.__name__ = op.__qualname__ = torch_name
     return op
 
 
-eq = _compare("equal")
-ne = _compare("not_equal")
-lt = _compare("less")
-le = _compare("less_equal")
-gt = _compare("greater")
-ge = _compare("greater_equal")
+eq = _compare("equal", "eq")
+ne = _compare("not_equal", "ne")
+lt = _compare("less", "lt")
+le = _compare("less_equal", "le")
+gt = _compare("greater", "gt")
+ge = _compare("greater_equal", "ge")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-eq.__name__, ne.__name__, lt.__name__, le.__name__, gt.__name__, ge.__name__ = \
-    "eq", "ne", "lt", "le", "gt", "ge"
 
 
 def _logical(xp_name):
     def op(input, other):
-        b = other._data if isinstance(other, Tensor) else other
-        if isinstance(other, Tensor) and other._device is not input._device:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{xp_name}(): argument 'other' (position 2) must be Tensor, not "
+                            f"{type(other).__name__}")
+        if other._device is not input._device:
             raise device_mismatch(input, other)
-        return _wrap(getattr(input._backend.xp, xp_name)(input._data, b), dt.bool, input)
-    op.__name__ = xp_name
+        return _wrap(getattr(input._backend.xp, xp_name)(input._data, other._data), dt.bool, input)
+    op.__name__ = op.__qualname__ = xp_name
     return op
 
 
@@ -401,31 +500,39 @@ def logical_not(input):
     return _wrap(input._backend.xp.logical_not(input._data), dt.bool, input)
 
 
-def _bitwise(xp_name, torch_name):
+def _bitwise(xp_name, torch_name, kernel):
     def op(input, other):
-        if not isinstance(input, Tensor):
-            input, other = as_tensor_on(input, other), other
-        a, b, rt = binary_operands(input, other)
-        if rt._kind >= 2:
-            raise RuntimeError(f"\"{torch_name}_cpu\" not implemented for '{dtype_name(rt)}'")
-        return _wrap(getattr(input._backend.xp, xp_name)(a, b), rt, input)
-    op.__name__ = torch_name
+        like, a, b, rt = _operands(input, other)
+        if rt._kind >= 2 or (rt is dt.bool and kernel.endswith("shift_cpu")):
+            raise _not_implemented(kernel, rt)
+        return _wrap(cast(like._backend.xp.asarray(getattr(like._backend.xp, xp_name)(a, b)), rt),
+                     rt, like)
+    op.__name__ = op.__qualname__ = torch_name
     return op
 
 
-bitwise_and = _bitwise("bitwise_and", "bitwise_and")
-bitwise_or = _bitwise("bitwise_or", "bitwise_or")
-bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
-bitwise_left_shift = _bitwise("left_shift", "lshift")
-bitwise_right_shift = _bitwise("right_shift", "rshift")
+bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and_cpu")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or", "bitwise_or_cpu")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", "bitwise_xor_cpu")
+# NumPy's shifts, like PyTorch's, give 0 (or the sign for >>) for counts outside [0, bits).
+bitwise_left_shift = _bitwise("left_shift", "bitwise_left_shift", "lshift_cpu")
+bitwise_right_shift = _bitwise("right_shift", "bitwise_right_shift", "rshift_cpu")
 
 
 def bitwise_not(input):
     if input._dtype._kind >= 2:
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{dtype_name(input._dtype)}'")
+        raise _not_implemented("bitwise_not_cpu", input._dtype)
     xp = input._backend.xp
     fn = xp.logical_not if input._dtype is dt.bool else xp.invert
     return _wrap(fn(input._data), input._dtype, input)
+
+
+def _invert(input):
+    """Python's ``~``, which PyTorch checks before it reaches ``bitwise_not``."""
+    if input._dtype._kind >= 2:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(input)
 
 
 def isnan(input):
@@ -482,8 +589,6 @@ class UnaryBackward(Node):
             return type(self).formula(grad, saved[0], None)
         if self.saves == "y":
             return type(self).formula(grad, None, saved[0])
-        if self.saves == "xy":
-            return type(self).formula(grad, saved[0], saved[1])
         return type(self).formula(grad, None, None)
 
 
@@ -492,8 +597,15 @@ _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
 
-# name: (array function of (backend, x), derivative (grad, x, y), what to save, int policy)
-# int policy: "float" promotes integer inputs to the default float dtype, "keep" keeps them.
+
+def _zero_grad(g, x, y):
+    return _zeros_like(g)
+
+
+# name: (array function of (backend, x), derivative (grad, x, y), what to save, dtype policy)
+# dtype policy: "float" computes integer and bool inputs in the default float dtype; "keep"
+# keeps the dtype; "round" keeps integers unchanged and refuses bool; "float_only" refuses
+# integers and bool.
 _UNARY = {
     "exp": (lambda b, x: b.xp.exp(x), lambda g, x, y: g * y, "y", "float"),
     "exp2": (lambda b, x: b.xp.exp2(x), lambda g, x, y: g * y * _LN2, "y", "float"),
@@ -521,21 +633,25 @@ _UNARY = {
     "sigmoid": (lambda b, x: _sigmoid(b.xp, x), lambda g, x, y: g * y * (1 - y), "y", "float"),
     "erf": (lambda b, x: b.erf(x),
             lambda g, x, y: g * _TWO_OVER_SQRT_PI * (-(x * x)).exp(), "x", "float"),
-    "erfc": (lambda b, x: 1 - b.erf(x),
-             lambda g, x, y: g * -_TWO_OVER_SQRT_PI * (-(x * x)).exp(), "x", "float"),
+    "erfc": (lambda b, x: b.erfc(x), lambda g, x, y: g * -_TWO_OVER_SQRT_PI * (-(x * x)).exp(), "x", "float"),
     "erfinv": (lambda b, x: b.erfinv(x),
                lambda g, x, y: g * _SQRT_PI_OVER_2 * (y * y).exp(), "y", "float"),
     "neg": (lambda b, x: b.xp.negative(x), lambda g, x, y: -g, "", "keep"),
     "abs": (lambda b, x: b.xp.abs(x), lambda g, x, y: g * x.sign(), "x", "keep"),
-    "square": (lambda b, x: x * x, lambda g, x, y: g * x * 2, "x", "keep"),
-    "frac": (lambda b, x: x - b.xp.trunc(x), lambda g, x, y: g, "", "keep"),
-    "sign": (lambda b, x: b.xp.sign(x), lambda g, x, y: g * 0, "", "keep"),
-    "floor": (lambda b, x: b.xp.floor(x) if x.dtype.kind in "fc" else x.copy(),
-              lambda g, x, y: g * 0, "", "keep"),
-    "ceil": (lambda b, x: b.xp.ceil(x) if x.dtype.kind in "fc" else x.copy(),
-             lambda g, x, y: g * 0, "", "keep"),
-    "trunc": (lambda b, x: b.xp.trunc(x) if x.dtype.kind in "fc" else x.copy(),
-              lambda g, x, y: g * 0, "", "keep"),
+    "sign": (lambda b, x: b.xp.sign(x), _zero_grad, "", "keep"),
+    "frac": (lambda b, x: x - b.xp.trunc(x), lambda g, x, y: g, "", "float_only"),
+    "floor": (lambda b, x: b.xp.floor(x), _zero_grad, "", "round"),
+    "ceil": (lambda b, x: b.xp.ceil(x), _zero_grad, "", "round"),
+    "trunc": (lambda b, x: b.xp.trunc(x), _zero_grad, "", "round"),
+}
+
+# What a bool input gets from ops that keep the dtype: an error, or (sign) the input itself.
+_BOOL_ERRORS = {
+    "neg": RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead."),
+    "abs": "abs_cpu", "frac": "frac_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu",
+    "trunc": "trunc_vml_cpu", "round": "round_vml_cpu",
 }
 
 
@@ -545,21 +661,28 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-def _make_unary(name, fwd, formula, saves, int_policy):
+def _check_unary_dtype(name, d, policy):
+    """Raise PyTorch's error for dtype ``d``; True when the op returns integers unchanged."""
+    if d is dt.bool and name in _BOOL_ERRORS:
+        error = _BOOL_ERRORS[name]
+        raise error if isinstance(error, Exception) else _not_implemented(error, d)
+    if d._kind == 1 and policy == "float_only":
+        raise _not_implemented(_BOOL_ERRORS[name], d)
+    return d._kind < 2 and policy == "round"
+
+
+def _make_unary(name, fwd, formula, saves, policy):
     node_cls = type(f"{name.capitalize()}Backward0", (UnaryBackward,),
                     {"__slots__": (), "formula": staticmethod(formula), "saves": saves})
 
     def op(input, *, out=None):
         d = input._dtype
-        if int_policy == "float" and d._kind < 2:
+        if policy == "float" and d._kind < 2:
             d = dt.get_default_dtype()
             x = input._data.astype(d.np)
+        elif _check_unary_dtype(name, d, policy) or (name == "sign" and d is dt.bool):
+            return _maybe_out(_wrap(input._data.copy(), d, input), out)
         else:
-            if d is dt.bool and name in ("neg", "sign", "square", "frac") and name != "sign":
-                raise RuntimeError(f"Negation, the `-` operator, on a bool tensor is not supported. "
-                                   "If you are trying to invert a mask, use the `~` or "
-                                   "`logical_not()` operator instead." if name == "neg" else
-                                   f"\"{name}_cpu\" not implemented for 'Bool'")
             x = input._data
         data = fwd(input._backend, x)
         if data.dtype != d.np:
@@ -584,8 +707,6 @@ def _needs(t):
     return t._requires_grad and _grad_state.enabled
 
 
-from ..autograd.grad_mode import _state as _grad_state  # noqa: E402
-
 for _name, _row in _UNARY.items():
     globals()[_name] = _make_unary(_name, *_row)
 
@@ -600,21 +721,21 @@ def positive(input):
     return input
 
 
-class RoundBackward(Node):
+class RoundBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        return grad * 0
+        return _zeros_like(grad)
 
 
 def round(input, *, decimals=0):
-    xp = input._backend.xp
-    if input._dtype._kind < 2:
+    if _check_unary_dtype("round", input._dtype, "round"):
         return input.clone()
-    data = xp.round(input._data, decimals)  # NumPy rounds half to even, as PyTorch does
+    # NumPy rounds half to even and scales by 10**decimals first, as PyTorch does.
+    data = input._backend.xp.round(input._data, decimals)
     res = _wrap(data, input._dtype, input)
     if _needs(input):
-        record(RoundBackward, (input,), res)
+        record(RoundBackward0, (input,), res)
     return res
 
 
@@ -625,7 +746,7 @@ class LogitBackward0(Node):
         (x,) = self.saved_tensors
         g = grad / (x * (1 - x))
         if self.eps is not None:
-            g = where((x < self.eps) | (x > 1 - self.eps), g * 0, g)
+            g = where((x < self.eps) | (x > 1 - self.eps), _zeros_like(g), g)
         return g
 
 
@@ -641,54 +762,66 @@ def logit(input, eps=None):
     return res
 
 
+# ---------------------------------------------------------------------------------------------
+# clamp, where, lerp, nan_to_num
+# ---------------------------------------------------------------------------------------------
+
 class ClampBackward1(Node):
+    """``clamp`` with number bounds: the gradient passes where ``min <= x <= max``."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        lo, hi = self.min, self.max
+        inside = x >= lo if hi is None else (x <= hi if lo is None else (x >= lo) & (x <= hi))
+        return where(inside, grad, _zeros_like(grad))
+
+
+class ClampBackward0(Node):
+    """``clamp`` with tensor bounds. When ``min > max`` every element is ``max``, so only
+    ``max`` gets the gradient (PyTorch's ``clamp_backward_min_max``)."""
     __slots__ = ()
 
     def backward(self, grad):
         x, lo, hi = self.saved_tensors
-        lo = self.min if lo is None else lo
-        hi = self.max if hi is None else hi
-        mask = None
-        if lo is not None:
-            mask = x >= lo
-        if hi is not None:
-            m = x <= hi
-            mask = m if mask is None else mask & m
-        gx = grad * mask.to(grad.dtype)
-        glo = ghi = None
-        if self.next_functions[1] is not None:
-            glo = grad * (x < lo).to(grad.dtype)
-        if self.next_functions[2] is not None:
-            ghi = grad * (x > hi).to(grad.dtype)
-            if lo is not None:
-                ghi = ghi * (x >= lo).to(grad.dtype)
-        if glo is not None and hi is not None:
-            glo = glo * (x <= hi).to(grad.dtype) if not isinstance(hi, Tensor) else glo
-        return gx, glo, ghi
+        zero = _zeros_like(grad)
+        if lo is not None and hi is not None:
+            gx = where((x >= lo) & (x <= hi), grad, zero)
+            glo = where((x < lo) & (lo < hi), grad, zero)
+            ghi = where((x > hi) | (hi < lo), grad, zero)
+        elif lo is not None:
+            gx, glo, ghi = where(x >= lo, grad, zero), where(x < lo, grad, zero), None
+        else:
+            gx, glo, ghi = where(x <= hi, grad, zero), None, where(x > hi, grad, zero)
+        return (gx if self.next_functions[0] is not None else None,
+                glo if self.next_functions[1] is not None else None,
+                ghi if self.next_functions[2] is not None else None)
 
 
 def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    bounds = [v for v in (min, max) if v is not None]
+    for bound in bounds:
+        if isinstance(bound, Tensor) and bound._device is not input._device:
+            raise device_mismatch(input, bound)
     xp = input._backend.xp
-    rt = dt.result_type(input, *(v for v in (min, max) if v is not None))
+    rt = dt.result_type(input, *bounds)
     x = cast(input._data, rt)
     data = x
-    lo = min._data if isinstance(min, Tensor) else min
-    hi = max._data if isinstance(max, Tensor) else max
-    if lo is not None:
-        data = xp.maximum(data, cast(xp.asarray(lo), rt))
-    if hi is not None:
-        data = xp.minimum(data, cast(xp.asarray(hi), rt))
-    # NaN propagates from the input, as in PyTorch
-    if rt._kind >= 2:
+    if min is not None:
+        data = xp.maximum(data, cast(xp.asarray(min._data if isinstance(min, Tensor) else min), rt))
+    if max is not None:
+        data = xp.minimum(data, cast(xp.asarray(max._data if isinstance(max, Tensor) else max), rt))
+    if rt._kind >= 2:  # NaN propagates from the input, as in PyTorch
         data = xp.where(xp.isnan(x), x, data)
-    res = _wrap(data, rt, input)
-    tmin = min if isinstance(min, Tensor) else None
-    tmax = max if isinstance(max, Tensor) else None
-    if needs_grad(input, tmin, tmax):
-        record(ClampBackward1, (input, tmin, tmax), res, save=(input, tmin, tmax),
-               min=None if tmin is not None else min, max=None if tmax is not None else max)
+    res = _wrap(cast(xp.asarray(data), rt), rt, input)
+    tmin, tmax = _tensor_or_none(min), _tensor_or_none(max)
+    if tmin is None and tmax is None:
+        if _needs(input):
+            record(ClampBackward1, (input,), res, save=(input,), min=min, max=max)
+    elif needs_grad(input, tmin, tmax):
+        record(ClampBackward0, (input, tmin, tmax), res, save=(input, tmin, tmax))
     return _maybe_out(res, out)
 
 
@@ -708,7 +841,7 @@ class WhereBackward0(Node):
 
     def backward(self, grad):
         (cond,) = self.saved_tensors
-        zero = grad * 0
+        zero = _zeros_like(grad)
         gx = where(cond, grad, zero) if self.next_functions[0] is not None else None
         gy = where(cond, zero, grad) if self.next_functions[1] is not None else None
         return gx, gy
@@ -717,13 +850,11 @@ class WhereBackward0(Node):
 def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    ref = condition
-    tin = input if isinstance(input, Tensor) else None
-    toth = other if isinstance(other, Tensor) else None
+    tin, toth = _tensor_or_none(input), _tensor_or_none(other)
     for t in (tin, toth):
-        if t is not None and t._device is not ref._device:
-            raise device_mismatch(ref, t)
-    rt = dt.result_type(*(v for v in (input, other)))
+        if t is not None and t._device is not condition._device:
+            raise device_mismatch(condition, t)
+    rt = dt.result_type(input, other)
     xp = condition._backend.xp
     c = condition._data
     if c.dtype != dt.bool.np:
@@ -731,16 +862,76 @@ def where(condition, input=None, other=None):
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                                f"with dtype {dtype_name(condition._dtype)}")
         c = c.astype(bool)
-    a = cast(tin._data, rt) if tin is not None else xp.asarray(input, dtype=rt.np)
-    b = cast(toth._data, rt) if toth is not None else xp.asarray(other, dtype=rt.np)
-    res = _wrap(xp.where(c, a, b), rt, tin if tin is not None else (toth or condition))
+    a = cast(tin._data, rt) if tin is not None else _scalar_array(xp, input, rt)
+    b = cast(toth._data, rt) if toth is not None else _scalar_array(xp, other, rt)
+    res = _wrap(xp.where(c, a, b), rt, condition)
     if needs_grad(tin, toth):
         record(WhereBackward0, (tin, toth), res, save=(condition,))
     return res
 
 
+def _scalar_array(xp, value, dtype):
+    if dtype._kind == 1 and not isinstance(value, float):
+        info = xp.iinfo(dtype.np)
+        if not info.min <= value <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
+    return xp.asarray(value, dtype=dtype.np)
+
+
+_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
+           "bfloat16": "c10::BFloat16"}
+
+
+class LerpBackward0(Node):
+    """``lerp`` with a number weight."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        w = self.weight
+        return grad * (1 - w), grad * w
+
+
+class LerpBackward1(Node):
+    """``lerp`` with a tensor weight."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        start, end, weight = self.saved_tensors
+        return (grad * (1 - weight), grad * weight,
+                grad * (end - start) if self.next_functions[2] is not None else None)
+
+
 def lerp(input, end, weight):
-    return input + (end - input) * weight
+    """``input + weight * (end - input)``, computed from the nearer end as PyTorch does, so
+    ``weight == 1`` gives exactly ``end``."""
+    d = input._dtype
+    tensors = [input, end] + ([weight] if isinstance(weight, Tensor) else [])
+    for t in tensors[1:]:
+        if t._device is not input._device:
+            raise device_mismatch(input, t)
+        if t._dtype is not d:
+            raise RuntimeError(f"expected dtype {_C_TYPE.get(d.name, d.name)} for "
+                               f"`{'end' if t is end else 'weight'}` but got dtype "
+                               f"{_C_TYPE.get(t._dtype.name, t._dtype.name)}")
+    if d._kind < 2:
+        raise _not_implemented("lerp_kernel_scalar" if len(tensors) == 2 else "lerp_kernel_tensor", d)
+    xp = input._backend.xp
+    start, stop = _opmath(input._data, d), _opmath(end._data, d)
+    diff = stop - start
+    if isinstance(weight, Tensor):
+        w = _opmath(weight._data, d)
+        data = xp.where(xp.abs(w) < 0.5, start + w * diff, stop - diff * (1 - w))
+    elif -0.5 < weight < 0.5:
+        data = start + weight * diff
+    else:
+        data = stop - diff * (1 - weight)
+    res = _wrap(cast(xp.asarray(data), d), d, input)
+    if needs_grad(*tensors):
+        if isinstance(weight, Tensor):
+            record(LerpBackward1, tuple(tensors), res, save=tuple(tensors))
+        else:
+            record(LerpBackward0, (input, end), res, weight=weight)
+    return res
 
 
 class NanToNumBackward0(Node):
@@ -748,15 +939,20 @@ class NanToNumBackward0(Node):
 
     def backward(self, grad):
         (x,) = self.saved_tensors
-        return grad * x.isfinite().to(grad.dtype)
+        return where(x.isfinite(), grad, _zeros_like(grad))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    if input._dtype._kind < 2:
+    d = input._dtype
+    if d._kind < 2:
         return input.clone()
     xp = input._backend.xp
-    data = xp.nan_to_num(input._data, nan=nan, posinf=posinf, neginf=neginf)
-    res = _wrap(data, input._dtype, input)
+    largest = dt.largest_finite(d)
+    x = input._data
+    data = xp.where(xp.isnan(x), nan, x)
+    data = xp.where(x == math.inf, largest if posinf is None else posinf, data)
+    data = xp.where(x == -math.inf, -largest if neginf is None else neginf, data)
+    res = _wrap(cast(xp.asarray(data), d), d, input)
     if _needs(input):
         record(NanToNumBackward0, (input,), res, save=(input,))
     return res
