@@ -13,8 +13,9 @@ from .ops import range_ as range  # noqa: F401
 from .ops.inplace import copy_ as _copy_  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
-                       is_grad_enabled, is_inference_mode_enabled)
-from ._tensor_str import set_printoptions  # noqa: F401
+                       is_grad_enabled, is_inference_mode_enabled, is_anomaly_enabled,
+                       is_anomaly_check_nan_enabled, set_anomaly_enabled)
+from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
 
@@ -23,8 +24,14 @@ __version__ = "0.1.0"
 # The ops package exports helpers that are not part of the public namespace.
 import builtins as _builtins
 
-for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHODS"):
+# The ops package also exports Tensor-only methods and helpers that torch's namespace lacks.
+for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHODS", "cpu", "cuda",
+                 "to", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full",
+                 "resolve_device", "uniform_", "normal_", "bernoulli_", "exponential_", "random_",
+                 "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_"):
     globals().pop(_private, None)
+
+from . import cuda  # noqa: E402,F401
 
 
 def result_type(tensor1, tensor2):

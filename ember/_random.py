@@ -23,9 +23,11 @@ class Generator:
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = int(seed)
         if not -0x8000_0000_0000_0000 <= seed <= 0xffff_ffff_ffff_ffff:
-            raise RuntimeError(f"Overflow when unpacking long long ({seed})")
+            raise ValueError("Overflow when unpacking long long")
         seed &= 0xffff_ffff_ffff_ffff  # negative seeds wrap, as in PyTorch
         self._seed = seed
         self._np = np.random.Generator(np.random.PCG64(seed))
@@ -41,18 +43,30 @@ class Generator:
         return self._seed
 
     def get_state(self):
+        """The stream's position as a uint8 tensor, for ``set_state`` to replay from."""
         from .ops.creation import tensor
+        return tensor(list(self._state_bytes()), dtype=dt.uint8)
+
+    def _state_bytes(self):
         st = self._np.bit_generator.state
-        raw = (st["state"]["state"].to_bytes(16, "little") + st["state"]["inc"].to_bytes(16, "little")
-               + bytes([st["has_uint32"]]) + int(st["uinteger"]).to_bytes(4, "little")
-               + self._seed.to_bytes(8, "little"))
-        return tensor(list(raw), dtype=dt.uint8)
+        return (st["state"]["state"].to_bytes(16, "little")
+                + st["state"]["inc"].to_bytes(16, "little")
+                + bytes([st["has_uint32"]]) + int(st["uinteger"]).to_bytes(4, "little")
+                + self._seed.to_bytes(8, "little"))
 
     def set_state(self, new_state):
-        raw = bytes(np.asarray(new_state.detach()._data if hasattr(new_state, "_data") else new_state,
-                               dtype=np.uint8).tolist())
+        from ._tensor import Tensor
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a ember.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not dt.uint8:
+            raise TypeError("RNG state must be a ember.ByteTensor")
+        self._set_state_bytes(bytes(new_state.tolist()))
+        return self
+
+    def _set_state_bytes(self, raw):
         if len(raw) != _STATE_BYTES:
-            raise RuntimeError(f"RNG state is wrong size: expected {_STATE_BYTES} bytes, got {len(raw)}")
+            raise RuntimeError(f"Expected an RNG state of size {_STATE_BYTES} but found the input "
+                               f"RNG state size to be {len(raw)}")
         bitgen = np.random.PCG64()
         bitgen.state = {"bit_generator": "PCG64",
                         "state": {"state": int.from_bytes(raw[0:16], "little"),
@@ -60,15 +74,14 @@ class Generator:
                         "has_uint32": raw[32], "uinteger": int.from_bytes(raw[33:37], "little")}
         self._np = np.random.Generator(bitgen)
         self._seed = int.from_bytes(raw[37:45], "little")
-        return self
 
     def __getstate__(self):
-        return {"device": str(self.device), "state": self.get_state().tolist()}
+        return {"device": str(self.device), "state": self._state_bytes()}
 
     def __setstate__(self, d):
         from ._device import device as _dev
         self.device = _dev(d["device"])
-        self.set_state(np.asarray(d["state"], dtype=np.uint8))
+        self._set_state_bytes(d["state"])
 
     def __repr__(self):
         return f"<ember.Generator object at {id(self):#x}>"
@@ -78,8 +91,8 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator (and every backend's default generator)."""
-    default_generator.manual_seed(seed)
+    """Seed the default generator, which every device's sampling draws from."""
+    default_generator.manual_seed(int(seed))
     return default_generator
 
 

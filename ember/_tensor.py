@@ -156,7 +156,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -270,10 +270,20 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
         if dtype is not None:
             arr = arr.astype(dtype)
         return arr.copy() if copy else arr
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # A NumPy ufunc applied to a tensor gives a tensor back; bool results come back as uint8,
+        # as in PyTorch.
+        from .ops.creation import from_numpy
+        array = np.asarray(array)
+        return from_numpy(array.astype(np.uint8) if array.dtype == np.bool_ else array)
 
     def item(self):
         if self._data.size != 1:
@@ -304,13 +314,18 @@ class Tensor:
         return bool(_py_scalar(self))
 
     def __float__(self):
-        return float(self.item())
+        return float(self._python_number())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._python_number())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._python_number())
+
+    def _python_number(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return _py_scalar(self)
 
     def __index__(self):
         if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:
@@ -323,6 +338,12 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         return (_rebuild_tensor, (self._backend.to_numpy(self.detach()._data).copy(),
                                   self._dtype.name, str(self._device), self._requires_grad))
+
+    def __copy__(self):
+        # As in PyTorch, a shallow copy is a new leaf on the same memory.
+        out = _as_subclass(self.detach(), type(self))
+        out._requires_grad = self._requires_grad
+        return out
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -342,7 +363,7 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None):
         from ._tensor_str import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents)
 
     __str__ = __repr__
 

@@ -1,143 +1,226 @@
-"""``repr(tensor)`` in PyTorch's format: shared width per tensor, 4 decimals or scientific
-notation chosen from the value range, summarised with ``...`` past 1000 elements."""
+"""``repr(tensor)`` in PyTorch's exact format.
+
+One formatter per tensor fixes a shared column width and a mode: integers, integer-valued floats
+("1."), fixed point with ``precision`` decimals, or scientific notation when the nonzero finite
+values span more than three decades (or exceed 1e8, or fall below 1e-4). Past ``threshold``
+elements only ``edgeitems`` rows and columns at each end are shown, around "...".
+"""
+import contextlib
+import dataclasses
 import math
 
 import numpy as np
 
 from . import _dtype as dt
 
+__all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
 
-class PrintOptions:
-    precision = 4
-    threshold = 1000
-    edgeitems = 3
-    linewidth = 80
-    sci_mode = None
+
+@dataclasses.dataclass
+class _PrintOptions:
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: bool = None
+
+
+PRINT_OPTS = _PrintOptions()
+
+_PROFILES = {
+    "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+    "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+    "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80),
+}
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
                      profile=None, sci_mode=None):
-    if profile == "default":
-        PrintOptions.precision, PrintOptions.threshold = 4, 1000
-        PrintOptions.edgeitems, PrintOptions.linewidth = 3, 80
-    elif profile == "short":
-        PrintOptions.precision, PrintOptions.threshold = 2, 1000
-        PrintOptions.edgeitems, PrintOptions.linewidth = 2, 80
-    elif profile == "full":
-        PrintOptions.precision, PrintOptions.threshold = 4, math.inf
-        PrintOptions.edgeitems, PrintOptions.linewidth = 3, 80
+    """Set how tensors print, as ``torch.set_printoptions``."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"Invalid profile: {profile}. the profile must be one of 'default', "
+                             f"'short', 'full'")
+        for name, value in _PROFILES[profile].items():
+            setattr(PRINT_OPTS, name, value)
     for name, value in (("precision", precision), ("threshold", threshold),
                         ("edgeitems", edgeitems), ("linewidth", linewidth)):
         if value is not None:
-            setattr(PrintOptions, name, value)
-    PrintOptions.sci_mode = sci_mode
+            setattr(PRINT_OPTS, name, value)
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions():
+    return dataclasses.asdict(PRINT_OPTS)
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs):
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 class _Formatter:
-    def __init__(self, values, dtype):
-        self.floating = dtype.is_floating_point
+    """The shared width and notation for every element of one (real) tensor."""
+
+    def __init__(self, values, floating):
+        self.floating = floating
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
-        p = PrintOptions.precision
         flat = values.reshape(-1)
-        if not self.floating:
-            for v in flat:
+        if not floating:
+            for v in flat.tolist():
                 self.max_width = max(self.max_width, len(str(v)))
             return
-        finite = flat[np.isfinite(flat)]
-        nonzero = np.abs(finite[finite != 0])
-        if finite.size == 0 or nonzero.size == 0:
-            self.int_mode = bool(np.all(np.ceil(finite) == finite)) if finite.size else True
-        else:
-            self.int_mode = bool(np.all(np.ceil(finite) == finite))
-            lo, hi = float(nonzero.min()), float(nonzero.max())
-            if self.int_mode:
-                if hi / lo > 1000.0 or hi > 1.0e8:
-                    self.sci_mode = True
-            elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-                self.sci_mode = True
-        if PrintOptions.sci_mode is not None:
-            self.sci_mode = PrintOptions.sci_mode
-        for v in flat:
-            self.max_width = max(self.max_width, len(self._fmt(float(v), p)))
+        nonzero_finite = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+        # Without a nonzero finite value PyTorch keeps the plain integer mode, whatever sci_mode.
+        if nonzero_finite.size:
+            self._fit(nonzero_finite)
 
-    def _fmt(self, v, p):
-        if not math.isfinite(v):
-            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    def _fit(self, values):
+        magnitudes = np.abs(values)
+        lo, hi = float(magnitudes.min()), float(magnitudes.max())
+        self.int_mode = bool(np.all(values == np.ceil(values)))
+        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or (not self.int_mode and lo < 1.0e-4)
+        if PRINT_OPTS.sci_mode is not None:
+            self.sci_mode = PRINT_OPTS.sci_mode
         if self.sci_mode:
-            return f"{v:.{p}e}"
-        if self.int_mode:
-            return f"{v:.0f}."
-        return f"{v:.{p}f}"
-
-    def format(self, v):
-        if self.floating:
-            s = self._fmt(float(v), PrintOptions.precision)
-        elif isinstance(v, (bool, np.bool_)):
-            s = "True" if v else "False"
+            spec, extra = f".{PRINT_OPTS.precision}e", 0
+        elif self.int_mode:
+            spec, extra = ".0f", 1  # integer-valued floats print a trailing "."
         else:
-            s = str(v)
-        return s.rjust(self.max_width)
+            spec, extra = f".{PRINT_OPTS.precision}f", 0
+        for v in values.tolist():
+            self.max_width = max(self.max_width, len(format(v, spec)) + extra)
+
+    def format(self, value):
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = format(value, f"{self.max_width}.{PRINT_OPTS.precision}e")
+        elif self.int_mode:
+            text = format(value, ".0f")
+            if math.isfinite(value):
+                text += "."
+        else:
+            text = format(value, f".{PRINT_OPTS.precision}f")
+        return (self.max_width - len(text)) * " " + text
+
+
+def _format_element(value, real_fmt, imag_fmt):
+    if imag_fmt is None:
+        return real_fmt.format(value)
+    real = real_fmt.format(value.real)
+    imag = (imag_fmt.format(value.imag) + "j").lstrip()
+    # A sign of its own (negative numbers, -0.0) replaces the "+".
+    return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
+def _vector_str(values, indent, summarize, real_fmt, imag_fmt):
+    element_length = real_fmt.max_width + 2
+    if imag_fmt is not None:
+        element_length += imag_fmt.max_width + 1
+    per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
+    e = PRINT_OPTS.edgeitems
+    if summarize and not e:
+        data = ["..."]
+    elif summarize and values.shape[0] > 2 * e:
+        data = ([_format_element(v, real_fmt, imag_fmt) for v in values[:e].tolist()] + [" ..."]
+                + [_format_element(v, real_fmt, imag_fmt) for v in values[-e:].tolist()])
+    else:
+        data = [_format_element(v, real_fmt, imag_fmt) for v in values.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested_str(values, indent, summarize, real_fmt, imag_fmt):
+    if values.ndim == 0:
+        return _format_element(values.item(), real_fmt, imag_fmt)
+    if values.ndim == 1:
+        return _vector_str(values, indent, summarize, real_fmt, imag_fmt)
+    e = PRINT_OPTS.edgeitems
+    n = values.shape[0]
+    if summarize and n > 2 * e:
+        rows = list(range(e)) + [None] + list(range(n - e, n))
+    else:
+        rows = range(n)
+    parts = ["..." if i is None else
+             _nested_str(values[i], indent + 1, summarize, real_fmt, imag_fmt) for i in rows]
+    return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def _summarized(values):
-    """The elements shown when summarising: the first and last edgeitems along every dim."""
-    e = PrintOptions.edgeitems
+    """Only the elements a summarised print shows: ``edgeitems`` at each end of every dim."""
+    e = PRINT_OPTS.edgeitems
     if values.ndim == 0:
         return values
-    if values.shape[0] > 2 * e:
-        values = np.concatenate([values[:e], values[-e:]])
-    return np.stack([_summarized(v) for v in values]) if values.ndim > 1 else values
-
-
-def _format_array(values, fmt, indent, summarize):
-    if values.ndim == 0:
-        return fmt.format(values.item() if values.dtype != dt.bfloat16.np else float(values))
-    e = PrintOptions.edgeitems
-    n = values.shape[0]
     if values.ndim == 1:
-        items = [fmt.format(v if values.dtype != dt.bfloat16.np else float(v)) for v in
-                 (list(values[:e]) + [None] + list(values[-e:]) if summarize and n > 2 * e
-                  else list(values))] if not (summarize and n > 2 * e) else \
-            [fmt.format(float(v) if values.dtype == dt.bfloat16.np else v) for v in values[:e]] + \
-            ["..."] + [fmt.format(float(v) if values.dtype == dt.bfloat16.np else v) for v in values[-e:]]
-        per_line = max(1, math.floor((PrintOptions.linewidth - indent) / (fmt.max_width + 2)))
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-        return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
-    rows_idx = (list(range(e)) + [None] + list(range(n - e, n))) if summarize and n > 2 * e \
-        else list(range(n))
-    rows = [("..." if i is None else _format_array(values[i], fmt, indent + 1, summarize))
-            for i in rows_idx]
-    sep = "," + "\n" * (values.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(rows) + "]"
+        return np.concatenate([values[:e], values[-e:]]) if values.shape[0] > 2 * e else values
+    if not e:
+        return values[(slice(0, 0),) * values.ndim]
+    n = values.shape[0]
+    rows = list(range(e)) + list(range(n - e, n)) if n > 2 * e else range(n)
+    return np.stack([_summarized(values[i]) for i in rows])
 
 
-def tensor_repr(t):
+def _body_str(values, dtype, indent):
+    summarize = values.size > PRINT_OPTS.threshold
+    if dtype in (dt.float16, dt.bfloat16):
+        values = values.astype(np.float32)
+    shown = _summarized(values) if summarize else values
+    if dtype.is_complex:
+        real_fmt = _Formatter(shown.real, True)
+        imag_fmt = _Formatter(shown.imag, True)
+    else:
+        real_fmt, imag_fmt = _Formatter(shown, dtype.is_floating_point), None
+    return _nested_str(values, indent, summarize, real_fmt, imag_fmt)
+
+
+def _add_suffixes(text, suffixes, indent):
+    """Append ", suffix" items, wrapping onto a new line when the current one would overflow."""
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def tensor_repr(t, tensor_contents=None):
     prefix = "tensor("
     indent = len(prefix)
-    values = t._backend.to_numpy(t._data)
-    summarize = values.size > PrintOptions.threshold
     suffixes = []
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
-    if values.size == 0 and values.shape != (0,):
-        body = "[]"
-        suffixes.append(f"size={tuple(values.shape)}")
-    elif values.size == 0:
+    dtype = t._dtype
+    values = t._backend.to_numpy(t._data)
+    if values.size == 0:
+        if values.ndim != 1:
+            suffixes.append(f"size={tuple(values.shape)}")
+        # An empty tensor has no elements to show its dtype by, so anything but the default prints.
+        if dtype is not dt.get_default_dtype():
+            suffixes.append(f"dtype={dtype}")
         body = "[]"
     else:
-        shown = _summarized(values) if summarize else values
-        fmt_vals = shown.astype(np.float64) if t._dtype is dt.bfloat16 or t._dtype is dt.float16 \
-            else shown
-        fmt = _Formatter(fmt_vals, t._dtype)
-        body = _format_array(fmt_vals, fmt, indent, summarize)
-    if t._dtype not in (dt.get_default_dtype(), dt.int64, dt.bool) or \
-            (values.size == 0 and t._dtype not in (dt.get_default_dtype(),)) and t._dtype is not dt.int64 \
-            and t._dtype is not dt.bool:
-        suffixes.append(f"dtype=ember.{t._dtype.name}")
+        if not PRINT_OPTS.edgeitems:
+            suffixes.append(f"size={tuple(values.shape)}")
+        if dtype not in (dt.get_default_dtype(), dt.default_complex_dtype(), dt.int64, dt.bool):
+            suffixes.append(f"dtype={dtype}")
+        body = _body_str(values, dtype, indent)
+    if tensor_contents is not None:
+        body = tensor_contents
     if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + body + "".join(", " + s for s in suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -11,7 +11,7 @@ from .. import _tensor as _tensor_mod
 from .._device import device as _device_cls
 from .._random import numpy_generator
 from ..backends import get_backend
-from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, cast
+from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtype_name
 from ..autograd.grad_mode import _state as _grad_state
 
 
@@ -35,7 +35,10 @@ def _finish(data, dtype, device, requires_grad):
     backend = get_backend(device)
     t = _wrap_with(data, dtype, device, backend)
     if requires_grad:
-        t.requires_grad_(True)
+        if dtype._kind not in (2, 3):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        t._requires_grad = True
     return t
 
 
@@ -61,44 +64,119 @@ def _size(args):
     return tuple(out)
 
 
-def _infer_dtype(array, from_python):
-    if array.dtype == object:
-        raise TypeError("Could not infer dtype of object")
-    d = dt.from_numpy_dtype(array.dtype)
-    if from_python:
-        if d is dt.float64:
-            return dt.get_default_dtype()
-        if d is dt.complex128:
-            return dt.default_complex_dtype()
-    return d
+_SCALAR_DTYPES = {bool: dt.bool, int: dt.int64}
 
 
-def _nested_to_numpy(data):
-    """Python nested sequences (possibly holding tensors or NumPy scalars) as a NumPy array."""
-    if isinstance(data, Tensor):
-        return data._backend.to_numpy(data.detach()._data), False
+def _is_sequence(x):
+    return isinstance(x, (list, tuple, range)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
+
+def _leaf_dtype(x):
+    """PyTorch's dtype for one element of nested data: Python scalars get the default dtypes,
+    NumPy scalars and one-element tensors keep theirs."""
+    t = type(x)
+    d = _SCALAR_DTYPES.get(t)
+    if d is not None:
+        return d
+    if t is float:
+        return dt.get_default_dtype()
+    if t is complex:
+        return dt.default_complex_dtype()
+    if isinstance(x, Tensor):
+        return x._dtype
+    if isinstance(x, (np.generic, np.ndarray)):
+        return dt.from_numpy_dtype(x.dtype)
+    if isinstance(x, numbers.Number):
+        return dt.scalar_dtype(x)
+    if x is None or isinstance(x, (set, dict, frozenset)):
+        raise RuntimeError(f"Could not infer dtype of {t.__name__}")
+    raise TypeError(f"new(): invalid data type '{t.__name__}'")
+
+
+def _nested_sizes(data):
+    """The shape of nested sequences, read along the first elements (as PyTorch does)."""
+    sizes = []
+    while _is_sequence(data):
+        sizes.append(len(data))
+        if not len(data):
+            break
+        data = data[0]
+    return sizes
+
+
+def _flatten_nested(seq, sizes, dim, leaves):
+    if len(seq) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(seq)})")
+    if dim + 1 == len(sizes):
+        leaves.extend(seq)  # checked to be scalars by the caller, per type rather than per item
+        return
+    for x in seq:
+        if not _is_sequence(x):
+            raise TypeError("not a sequence")
+        _flatten_nested(x, sizes, dim + 1, leaves)
+
+
+def _nested_to_numpy(data, dtype):
+    """Python data (nested sequences of scalars, NumPy arrays and scalars, one-element tensors)
+    as a NumPy array of ``dtype``, or of the dtype PyTorch infers when ``dtype`` is None."""
     if isinstance(data, np.ndarray):
-        return data, False
-    if isinstance(data, (list, tuple)):
-        if any(isinstance(x, Tensor) for x in data):
-            items = [_nested_to_numpy(x)[0] for x in data]
-            return np.stack(items) if items else np.zeros((0,)), False
-        try:
-            arr = np.array(data)
-        except ValueError as exc:
-            raise ValueError(f"expected sequence of equal lengths: {exc}") from None
-        if arr.dtype == object:
-            raise ValueError("expected sequence of equal lengths (ragged nested sequence)")
-        if arr.size == 0 and arr.dtype == np.float64:
-            return arr.astype(np.float32), True
-        return arr, True
-    if isinstance(data, (bool, numbers.Number, np.generic)):
-        if isinstance(data, int) and not isinstance(data, bool) and not -2**63 <= data < 2**63:
-            raise RuntimeError(f"Overflow when unpacking long: {data}")
-        return np.array(data), not isinstance(data, np.generic)
-    if hasattr(data, "__array__"):
-        return np.asarray(data), False
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        return data, dtype or dt.from_numpy_dtype(data.dtype)
+    if _is_sequence(data):
+        sizes = _nested_sizes(data)
+        leaves = []
+        _flatten_nested(data, sizes, 0, leaves)
+    else:
+        sizes, leaves = (), [data]
+    # Checks and inference go per leaf type, not per leaf: lists can hold millions of floats.
+    leaf_types = set(map(type, leaves))
+    if leaf_types & {list, tuple, range} or (np.ndarray in leaf_types and builtins.any(
+            x.ndim for x in leaves if type(x) is np.ndarray)):
+        raise TypeError("a nested sequence is deeper than its first element: expected a number")
+    has_tensors = builtins.any(issubclass(tp, Tensor) for tp in leaf_types)
+    if dtype is None:
+        dtype = _infer_leaf_dtype(leaves, leaf_types) if leaves else dt.get_default_dtype()
+    if has_tensors:
+        leaves = [_tensor_scalar(x) if isinstance(x, Tensor) else x for x in leaves]
+    if dtype._kind == 1 and int in leaf_types:
+        _check_int_range(leaves, dtype)
+    try:
+        array = np.array(leaves, dtype=dtype.np)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    return array.reshape(sizes), dtype
+
+
+def _infer_leaf_dtype(leaves, leaf_types):
+    """The promotion of every leaf's dtype; leaves that carry their own dtype (tensors, 0-d
+    arrays) are looked at one by one, Python and NumPy scalars once per type."""
+    inferred = None
+    for tp in leaf_types:
+        if issubclass(tp, (Tensor, np.ndarray)):
+            found = {_leaf_dtype(x) for x in leaves if type(x) is tp}
+        else:
+            found = {_leaf_dtype(next(x for x in leaves if type(x) is tp))}
+        for d in found:
+            inferred = d if inferred is None else dt.promote_types(inferred, d)
+    return inferred
+
+
+def _tensor_scalar(t):
+    if t.numel() != 1:
+        # PyTorch converts integer tensors through __index__ and the rest through __float__.
+        if t._dtype._kind == 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    return t.item()
+
+
+def _check_int_range(leaves, dtype):
+    ints = [x for x in leaves if type(x) is int]
+    lo, hi = builtins.min(ints), builtins.max(ints)
+    if lo < -2 ** 63 or hi >= 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    info = np.iinfo(dtype.np)
+    if lo < info.min or hi > info.max:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -109,8 +187,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if requires_grad:
             out.requires_grad_(True)
         return out
-    array, from_python = _nested_to_numpy(data)
-    d = dtype or _infer_dtype(array, from_python)
+    if not _is_sequence(data) and not isinstance(data, np.ndarray) and hasattr(data, "__array__"):
+        data = np.asarray(data)
+    array, d = _nested_to_numpy(data, dtype)
     array = np.array(array, dtype=d.np, copy=True)
     return _finish(_to_backend(array, device), d, device, requires_grad)
 
@@ -157,7 +236,10 @@ empty = _factory("empty")
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
          pin_memory=False):
-    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
+    if not isinstance(size, (tuple, list, Tensor)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    shape = _size((tuple(size),))
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = dtype or dt.scalar_dtype(fill_value)
@@ -227,14 +309,32 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, device=None, requ
         if isinstance(v, float) and not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dt.get_default_dtype() if is_float else dt.int64
-    n = builtins.max(0, math.ceil((end - start) / step))
-    values = start + np.arange(n, dtype=np.float64 if dtype._kind >= 2 else np.int64) * step
+    if dtype._kind <= 1:
+        # PyTorch accumulates integer ranges in int64, truncating each argument first.
+        int_start, int_step = int(start), int(step)
+        if dtype is dt.int64:
+            if int_step == 0:
+                raise ValueError("step must be nonzero")
+            sign = 1 if int_step > 0 else -1
+            n = _trunc_div(int(end) - int_start + int_step - sign, int_step)
+        else:
+            n = math.ceil((end - start) / step)
+        values = int_start + int_step * np.arange(builtins.max(0, n), dtype=np.int64)
+    else:
+        n = math.ceil((end - start) / step)
+        values = start + step * np.arange(builtins.max(0, n), dtype=np.float64)
     dev = resolve_device(device)
     return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
+
+
+def _trunc_div(a, b):
+    """C's integer division, which rounds toward zero."""
+    q = builtins.abs(a) // builtins.abs(b)
+    return q if (a >= 0) == (b > 0) else -q
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -337,14 +437,24 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
     return out
 
 
-def type_(self, dtype=None, non_blocking=False):
+_TENSOR_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                      "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
+                      "bfloat16": "BFloat16Tensor", "uint8": "ByteTensor", "int8": "CharTensor",
+                      "int16": "ShortTensor", "complex64": "ComplexFloatTensor",
+                      "complex128": "ComplexDoubleTensor"}
+_DTYPE_BY_TENSOR_TYPE = {name: dt._BY_NAME[d] for d, name in _TENSOR_TYPE_NAMES.items()}
+
+
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """``t.type()`` names the legacy tensor type; ``t.type(dtype)`` converts, accepting a dtype
+    or a type name such as "torch.FloatTensor" (code written for PyTorch passes those)."""
     if dtype is None:
-        return "ember." + {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                           "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
-                           "bfloat16": "BFloat16Tensor", "uint8": "ByteTensor", "int8": "CharTensor",
-                           "int16": "ShortTensor"}.get(self._dtype.name, self._dtype.name)
+        return "ember." + _TENSOR_TYPE_NAMES[self._dtype.name]
     if isinstance(dtype, str):
-        raise TypeError("type(str) is not supported; pass an ember dtype")
+        name = dtype.rpartition(".")[2]
+        if name not in _DTYPE_BY_TENSOR_TYPE or dtype.count(".") != 1:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _DTYPE_BY_TENSOR_TYPE[name]
     return to(self, dtype)
 
 
@@ -371,50 +481,96 @@ CAST_METHODS = {"float": dt.float32, "double": dt.float64, "half": dt.float16,
 
 
 # ---------------------------------------------------------------------------------------------
-# random sampling
+# random sampling: drawn on the host from an ember.Generator's NumPy stream, then moved to the
+# tensor's device, so a seed gives the same numbers on every backend.
 # ---------------------------------------------------------------------------------------------
 
-def _float_sample(draw, shape, dtype, device, requires_grad, generator):
+def _not_implemented(kernel, dtype):
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dtype)}'")
+
+
+def _check_floating(dtype, kernel):
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise _not_implemented(kernel, dtype)
+
+
+def _float_sample(draw, size, dtype, device, requires_grad, generator, kernel,
+                  complex_scale=1.0):
+    """A tensor of ``draw(rng, shape, work_dtype)`` values; complex dtypes draw both parts."""
     dtype = dtype or dt.get_default_dtype()
-    if dtype._kind < 2:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dtype.name}'")
+    _check_floating(dtype, kernel)
     rng = numpy_generator(generator)
-    work = np.float64 if dtype is dt.float64 else np.float32
-    values = draw(rng, shape, work)
+    shape = _size(size)
+    work = np.float64 if dtype in (dt.float64, dt.complex128) else np.float32
+    if dtype.is_complex:
+        values = (draw(rng, shape, work) + 1j * draw(rng, shape, work)) * complex_scale
+    else:
+        values = draw(rng, shape, work)
     dev = resolve_device(device)
-    return _finish(_to_backend(values.astype(dtype.np, copy=False), dev), dtype, dev, requires_grad)
+    return _finish(_to_backend(values.astype(dtype.np, copy=False), dev), dtype, dev,
+                   requires_grad)
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
-    return _float_sample(lambda r, s, w: r.random(s, dtype=w), _size(size), dtype, device,
-                         requires_grad, generator)
+    """Uniform on [0, 1)."""
+    return _float_sample(lambda rng, s, w: rng.random(s, dtype=w), size, dtype, device,
+                         requires_grad, generator, "check_uniform_bounds")
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
-    return _float_sample(lambda r, s, w: r.standard_normal(s, dtype=w), _size(size), dtype, device,
-                         requires_grad, generator)
+    """Standard normal; a complex sample splits the unit variance over its two parts."""
+    return _float_sample(lambda rng, s, w: rng.standard_normal(s, dtype=w), size, dtype, device,
+                         requires_grad, generator, "normal_kernel_cpu", math.sqrt(0.5))
+
+
+_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                 "int16": "short", "int32": "int", "int64": "long"}
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False, layout=None):
+            requires_grad=False, layout=None, out=None, pin_memory=False):
+    """Integers uniform on [low, high)."""
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None or size is None:
         raise TypeError("randint() missing required arguments 'high' and 'size'")
+    if not isinstance(size, (tuple, list, Tensor)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    low, high = _as_int(low, "low"), _as_int(high, "high")
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
     dtype = dtype or dt.int64
-    rng = numpy_generator(generator)
-    values = rng.integers(low, high, size=_size((tuple(size),)), dtype=np.int64)
+    if dtype._kind <= 1:
+        info = np.iinfo(dtype.np) if dtype is not dt.bool else np.iinfo(np.uint8)
+        hi_limit = 1 if dtype is dt.bool else info.max
+        if low < info.min:
+            raise RuntimeError(f"from is out of bounds for {_C_TYPE_NAMES[dtype.name]}")
+        if high - 1 > hi_limit:
+            raise RuntimeError(f"to - 1 is out of bounds for {_C_TYPE_NAMES[dtype.name]}")
+    values = numpy_generator(generator).integers(low, high, size=_size((tuple(size),)),
+                                                 dtype=np.int64)
     dev = resolve_device(device)
     return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None):
+def _as_int(value, name):
+    if isinstance(value, (float, complex)) or isinstance(value, bool):
+        raise TypeError(f"randint(): argument '{name}' must be int, not {type(value).__name__}")
+    value = int(value)
+    if not -2 ** 63 <= value < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
+             out=None, pin_memory=False):
+    """A random permutation of ``0 .. n-1``."""
     if n < 0:
-        raise RuntimeError(f"n must be non-negative, got{n}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = dtype or dt.int64
     values = numpy_generator(generator).permutation(n).astype(dtype.np)
     dev = resolve_device(device)
@@ -432,67 +588,116 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
-                 generator=None):
+                 generator=None, **_):
     if high is None:
         low, high = 0, low
     return randint(low, high, input._data.shape, dtype=dtype or input._dtype,
-                   device=device or input._device, generator=generator)
+                   device=device or input._device, requires_grad=requires_grad,
+                   generator=generator)
+
+
+def _std_error(std):
+    return RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
-           requires_grad=False):
+           requires_grad=False, layout=None, pin_memory=False):
+    """Normal samples; with tensor ``mean``/``std`` one sample per broadcast element, and the
+    result differentiable in them (``mean + std * noise``)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        m = mean if isinstance(mean, Tensor) else ref.new_full((), mean)
-        s = std if isinstance(std, Tensor) else ref.new_full((), std)
-        if (s < 0).any():
-            raise RuntimeError("normal expects all elements of std >= 0.0")
-        shape = np.broadcast_shapes(m.shape, s.shape)
-        z = randn(shape, dtype=ref._dtype, device=ref._device, generator=generator)
-        return (m + s * z).detach()
+        for t in (mean, std):
+            if isinstance(t, Tensor):
+                _check_floating(t._dtype, "normal_kernel_cpu")
+        if isinstance(std, Tensor):
+            if bool((std.detach() < 0).any()):
+                raise RuntimeError("normal expects all elements of std >= 0.0")
+        elif std < 0:
+            raise _std_error(std)
+        from .shape import broadcast_shapes
+        shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
+        noise = randn(shape, dtype=ref._dtype, device=ref._device, generator=generator)
+        return mean + (std.to(ref._dtype) if isinstance(std, Tensor) else std) * noise
+    if size is None:
+        raise TypeError("normal() received an invalid combination of arguments - got (float, "
+                        "float), but expected (float mean, float std, tuple of ints size)")
     if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    z = randn(_size((tuple(size),)) if size is not None else (), dtype=dtype, device=device,
-              generator=generator)
-    out = z * std + mean
-    out = out.detach()
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
+        raise _std_error(std)
+    noise = randn(_size((tuple(size),)), dtype=dtype, device=device, generator=generator)
+    return _finish(noise._data * std + mean, noise._dtype, noise._device, requires_grad)
 
 
-def bernoulli(input, p=None, *, generator=None):
-    prob = input._data if p is None else p
-    if p is None and bool(((input._data < 0) | (input._data > 1)).any()):
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    rng = numpy_generator(generator)
-    draws = rng.random(input._data.shape)
-    host = input._backend.to_numpy(prob) if p is None else prob
-    values = (draws < np.asarray(host, dtype=np.float64)).astype(input._dtype.np)
-    return _wrap(_to_backend(values, input._device), input._dtype, input)
+class BernoulliBackward0(Node):
+    """Samples do not vary smoothly with their probabilities: the gradient is zero."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return zeros_like(grad),
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    probs = np.asarray(input._backend.to_numpy(input.detach()._data), dtype=np.float64)
-    if probs.ndim not in (1, 2):
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """0/1 samples with probabilities ``input`` (or the scalar ``p``), in ``input``'s dtype."""
+    if p is None:
+        _check_floating(input._dtype, "bernoulli_tensor_cpu_p_")
+        probs = input._backend.to_numpy(input._data)
+        if bool(((probs < 0) | (probs > 1)).any()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
+                               "(Could this error message be improved?  If so, please report an "
+                               "enhancement request to PyTorch.)")
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = p
+    draws = numpy_generator(generator).random(input._data.shape)
+    values = (draws < np.asarray(probs, dtype=np.float64)).astype(input._dtype.np)
+    res = _wrap(_to_backend(values, input._device), input._dtype, input)
+    if needs_grad(input):
+        record(BernoulliBackward0, (input,), res)
+    return res
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Category indices drawn from each row of (unnormalised) probabilities ``input``."""
+    if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if (probs < 0).any() or not np.isfinite(probs).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    rows = probs.reshape(-1, probs.shape[-1])
-    if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{dtype_name(input._dtype)}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n_categories = input.shape[-1]
+    if not replacement and num_samples > n_categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rows = input._backend.to_numpy(input._data).astype(np.float64).reshape(-1, n_categories)
     rng = numpy_generator(generator)
-    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
-    for i, row in enumerate(rows):
-        total = row.sum()
-        if total <= 0:
+    if not replacement or num_samples == 1:
+        if not bool((rows.min() >= 0) & (rows.max() < math.inf)) or np.isnan(rows).any():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((rows.sum(1) == 0).any()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not replacement and np.count_nonzero(row) < num_samples:
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        out[i] = rng.choice(row.shape[0], size=num_samples, replace=replacement, p=row / total)
-    out = out.reshape(probs.shape[:-1] + (num_samples,))
-    return _wrap(_to_backend(out, input._device), dt.int64, input)
+        # PyTorch's sampler: the top-k of p / q with q ~ Exp(1) is a draw without replacement
+        # (the Gumbel-max trick); zero-probability categories come last.
+        keys = rows / rng.exponential(size=rows.shape)
+        samples = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    else:
+        samples = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+        for i, row in enumerate(rows):
+            if (row < 0).any():
+                raise RuntimeError("invalid multinomial distribution (encountering probability "
+                                   "entry < 0)")
+            if not np.isfinite(row).all():
+                raise RuntimeError("invalid multinomial distribution (encountering probability "
+                                   "entry = infinity or NaN)")
+            cumulative = np.cumsum(row)
+            if cumulative[-1] <= 0:
+                raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+            u = rng.random(num_samples) * cumulative[-1]
+            picks = np.searchsorted(cumulative, u, side="right")
+            # Rounding can push u to the total; never pick past the last possible category.
+            samples[i] = np.minimum(picks, np.flatnonzero(row)[-1])
+    samples = samples.reshape(input.shape[:-1] + (num_samples,)).astype(np.int64)
+    return _wrap(_to_backend(samples, input._device), dt.int64, input)
 
 
 def poisson(input, generator=None):
@@ -512,19 +717,33 @@ def _fill_random(self, values):
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
-    from_ = kw.pop("a", kw.pop("from", from_))
+    from_ = kw.pop("from", from_)
+    if kw:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
+    _check_floating(self._dtype, "check_uniform_bounds")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={from_:g} > to={to:g}")
     rng = numpy_generator(generator)
     return _fill_random(self, rng.random(self._data.shape) * (to - from_) + from_)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    _check_floating(self._dtype, "normal_kernel_cpu")
+    if std < 0:
+        raise _std_error(std)
     rng = numpy_generator(generator)
     return _fill_random(self, rng.standard_normal(self._data.shape) * std + mean)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     rng = numpy_generator(generator)
-    pv = p._backend.to_numpy(p._data) if isinstance(p, Tensor) else p
+    if isinstance(p, Tensor):
+        pv = p._backend.to_numpy(p._data)
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        pv = p
     return _fill_random(self, rng.random(self._data.shape) < pv)
 
 
