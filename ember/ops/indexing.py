@@ -7,8 +7,8 @@ import operator
 from numpy import generic as _np_generic
 
 from .. import _dtype as dt
-from ._dispatch import Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim, \
-    device_mismatch, as_tensor_on, cast
+from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dim, device_mismatch, cast, \
+    dtype_name
 from .shape import make_view, SliceBackward0, SelectBackward0, scatter_into_view
 from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
 from ..autograd.grad_mode import _state as _grad_state
@@ -24,6 +24,9 @@ def _needs(t):
 
 def _convert_key(input, key):
     """Split a user key into a backend key; report whether it is basic (so a view)."""
+    if isinstance(key, list) and any(k is None or k is Ellipsis or isinstance(
+            k, (list, tuple, slice, Tensor)) for k in key):
+        key = tuple(key)  # PyTorch's (deprecated) reading of x[[seq, seq]] as x[seq, seq]
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -70,7 +73,7 @@ def _convert_key(input, key):
     return tuple(out), basic
 
 
-def _basic_index(arr, key):
+def _basic_index(xp, arr, key):
     try:
         data = arr[key]
     except IndexError as exc:
@@ -78,7 +81,30 @@ def _basic_index(arr, key):
     if isinstance(data, _np_generic):
         # Every dim indexed by an int: NumPy returns a scalar; a trailing ... keeps a 0-d view.
         data = arr[tuple(k for k in key if k is not Ellipsis) + (Ellipsis,)]
+    if any(k is None for k in key):
+        data = xp.lib.stride_tricks.as_strided(data, data.shape, _unsqueezed_strides(arr, key, data))
     return data
+
+
+def _unsqueezed_strides(arr, key, data):
+    """Byte strides of ``arr[key]`` with each ``None`` dim strided as PyTorch's ``unsqueeze`` does
+    it, applied left to right: the size times the stride of the next input dim not yet indexed
+    (NumPy gives these dims stride 0)."""
+    strides = list(data.strides)
+    consuming = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    in_dim = out_dim = 0
+    for k in key:
+        if k is None:
+            strides[out_dim] = (arr.shape[in_dim] * arr.strides[in_dim] if in_dim < arr.ndim
+                                else arr.itemsize)
+            out_dim += 1
+        elif k is Ellipsis:
+            in_dim += arr.ndim - consuming
+            out_dim += arr.ndim - consuming
+        else:
+            in_dim += 1
+            out_dim += isinstance(k, slice)
+    return tuple(strides)
 
 
 class IndexBackward0(Node):
@@ -95,20 +121,38 @@ def getitem(input, key):
         if input._data.ndim == 0 and any(isinstance(k, int) for k in nkey):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-        data = _basic_index(input._data, nkey)
+        data = _basic_index(input._backend.xp, input._data, nkey)
         replay = lambda t: getitem(t, nkey)  # noqa: E731
         out = make_view(input, data, replay)
         if _needs(input):
             record(SliceBackward0, (input,), out, in_shape=input._data.shape, replay=replay)
         return out
-    try:
-        data = input._data[nkey]
-    except IndexError as exc:
-        raise IndexError(str(exc).replace("axis", "dimension")) from None
-    out = _wrap(data, input._dtype, input)
-    if _needs(input):
-        record(IndexBackward0, (input,), out, in_shape=input._data.shape, key=nkey)
-    return out
+    basic_key, advanced_key = _split_integers(nkey)
+    if basic_key is not None:
+        return getitem_converted(getitem(input, basic_key), advanced_key)
+    return getitem_converted(input, nkey)
+
+
+def _split_integers(nkey):
+    """PyTorch applies integer indices as ``select`` before advanced indexing, so unlike in NumPy
+    an int never counts as an advanced index (which would move the indexed dims to the front).
+    Returns (basic key with the ints, the rest of the key), or (None, None) without ints."""
+    if not any(type(k) is int for k in nkey):
+        return None, None
+    basic, advanced = [], []
+    for k in nkey:
+        if type(k) is int:
+            basic.append(k)
+        elif k is Ellipsis:
+            basic.append(k)
+            advanced.append(k)
+        elif k is None or isinstance(k, slice):
+            basic.append(k)
+            advanced.append(slice(None))
+        else:  # an index array; a boolean one spans as many dims as it has
+            basic.extend([slice(None)] * (k.ndim if k.dtype.kind == "b" else 1))
+            advanced.append(k)
+    return tuple(basic), tuple(advanced)
 
 
 class IndexPutBackward0(Node):
@@ -126,7 +170,11 @@ class IndexPutBackward0(Node):
 
 
 def getitem_converted(t, nkey):
-    out = _wrap(t._data[nkey], t._dtype, t)
+    try:
+        data = t._data[nkey]
+    except IndexError as exc:
+        raise IndexError(str(exc).replace("axis", "dimension")) from None
+    out = _wrap(data, t._dtype, t)
     if _needs(t):
         record(IndexBackward0, (t,), out, in_shape=t._data.shape, key=nkey)
     return out
@@ -161,10 +209,18 @@ def setitem(input, key, value):
     from .inplace import inplace, copy_
     nkey, basic = _convert_key(input, key)
     if basic:
-        view = getitem(input, key)
-        copy_(view, value)
+        copy_(getitem(input, nkey), value)
         return
+    basic_key, advanced_key = _split_integers(nkey)
+    if basic_key is not None:
+        input, nkey = getitem(input, basic_key), advanced_key
     if isinstance(value, Tensor) and value._dtype is not input._dtype:
+        # PyTorch casts only a 0-d value written through a lone boolean mask (a masked_fill).
+        lone_mask = len(nkey) == 1 and getattr(nkey[0], "dtype", None) == bool
+        if value._data.ndim or not lone_mask:
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{dtype_name(input._dtype)} for the destination and "
+                               f"{dtype_name(value._dtype)} for the source.")
         value = value.to(input._dtype)
     inplace(input, index_put, nkey, value, _converted=True)
 
@@ -193,8 +249,8 @@ def _coords(xp, index_arr, d):
 
 
 def _check_index(input, dim, index, name):
-    if index._dtype is not dt.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     nd = builtins.max(input._data.ndim, 1)
     if index._data.ndim != input._data.ndim and not (index._data.ndim <= 1 and input._data.ndim <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -202,12 +258,24 @@ def _check_index(input, dim, index, name):
         raise device_mismatch(input, index)
     d = wrap_dim(dim, nd)
     size = input._data.shape[d] if input._data.ndim else 1
-    if index._data.size:
-        lo, hi = int(index._data.min()), int(index._data.max())
-        if lo < -size or hi >= size:
+    _check_bounds(index._data, d, size)
+    return d
+
+
+def _check_bounds(index_data, d, size):
+    """Gather/scatter-style indices are not wrapped: each must lie in [0, size)."""
+    if index_data.size:
+        lo, hi = int(index_data.min()), int(index_data.max())
+        if lo < 0 or hi >= size:
             raise RuntimeError(f"index {hi if hi >= size else lo} is out of bounds for dimension {d} "
                                f"with size {size}")
-    return d
+
+
+def _fill_value(xp, value, np_dtype):
+    """A Python scalar as a 0-d array of ``np_dtype``; out-of-range integers wrap, as in PyTorch."""
+    if isinstance(value, int) and not isinstance(value, bool) and np_dtype.kind in "iu":
+        return xp.asarray(value).astype(np_dtype)
+    return xp.asarray(value, dtype=np_dtype)
 
 
 class GatherBackward0(Node):
@@ -265,15 +333,21 @@ def _scatter(input, dim, index, src, add, reduce=None):
     data = input._data.copy()
     idx = index._data
     st = src if isinstance(src, Tensor) else None
+    for k in range(idx.ndim if data.ndim else 0):
+        too_big_for_src = st is not None and st._data.ndim and idx.shape[k] > st._data.shape[k]
+        if (k != d and idx.shape[k] > data.shape[k]) or too_big_for_src:
+            raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self "
+                               f"{list(data.shape)} apart from dimension {d} and to be no larger "
+                               f"size than src {list(st._data.shape) if st is not None else []}")
     if st is not None:
         if st._device is not input._device:
             raise device_mismatch(input, st)
         if st._dtype is not input._dtype:
-            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         region = tuple(slice(0, n) for n in idx.shape)
         values = st._data[region] if st._data.ndim else st._data
     else:
-        values = xp.asarray(src, dtype=data.dtype)
+        values = _fill_value(xp, src, data.dtype)
     if data.ndim == 0:
         coords = ()
     else:
@@ -317,8 +391,8 @@ class IndexSelectBackward0(Node):
 def index_select(input, dim, index):
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if index._dtype._kind != 1:
-        raise IndexError("index_select(): Expected dtype int32/int64 for index")
+    if index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if index._device is not input._device:
         raise device_mismatch(input, index)
     nd = input._data.ndim
@@ -326,8 +400,8 @@ def index_select(input, dim, index):
     xp = input._backend.xp
     idx = index._data.reshape(-1)
     size = input._data.shape[d] if nd else 1
-    if idx.size and (int(idx.min()) < -size or int(idx.max()) >= size):
-        raise IndexError(f"index out of range in self")
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+        raise IndexError("index out of range in self")
     if nd:
         data = xp.take(input._data, idx, axis=d)
     else:
@@ -356,9 +430,29 @@ def index_add(input, dim, index, source, *, alpha=1):
     d = wrap_dim(dim, nd)
     if source._device is not input._device or index._device is not input._device:
         raise device_mismatch(input, source if source._device is not input._device else index)
+    if index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{dtype_name(index._dtype)}")
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"index_add_(): self ({dtype_name(input._dtype)}) and source "
+                           f"({dtype_name(source._dtype)}) must have the same scalar type")
+    if index._data.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    n_index = index._data.size
+    src_dims = source._data.shape
+    if source._data.ndim != nd or any(src_dims[k] != input._data.shape[k]
+                                      for k in range(nd) if k != d):
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input._data.shape)} "
+                           f"source.shape = {list(src_dims)}")
+    src_count = src_dims[d] if source._data.ndim else 1
+    if n_index != src_count:
+        raise RuntimeError(f"index_add_(): Number of indices ({n_index}) should be equal to "
+                           f"source.size(dim): ({src_count}), for dim: {d}")
+    _check_bounds(index._data, d, input._data.shape[d] if nd else 1)
     xp = input._backend.xp
     data = input._data.copy()
-    src = cast(source._data, input._dtype)
+    src = source._data
     if alpha != 1:
         src = src * alpha
     key = (slice(None),) * d + (index._data.reshape(-1),)
@@ -395,14 +489,17 @@ def masked_fill(input, mask, value):
     if vt is not None and vt._data.ndim != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {vt._data.ndim} dimension(s).")
-    v = vt._data.astype(input._data.dtype) if vt is not None else value
+    if vt is not None:
+        v = vt._data.astype(input._data.dtype)
+    else:
+        v = _fill_value(xp, value, input._data.dtype)
     try:
         m = xp.broadcast_to(mask._data, input._data.shape)
     except ValueError:
         raise RuntimeError(f"The size of tensor a ({input._data.shape[-1] if input.ndim else 1}) must "
                            f"match the size of tensor b ({mask._data.shape[-1]}) at non-singleton "
                            "dimension") from None
-    data = xp.where(m, xp.asarray(v, dtype=input._data.dtype), input._data)
+    data = xp.where(m, v, input._data)
     out = _wrap(data, input._dtype, input)
     if needs_grad(input, vt):
         record(MaskedFillBackward0, (input, vt), out, save=(mask,))
@@ -471,12 +568,9 @@ def _argsort(xp, data, d, descending):
         return xp.zeros((), dtype="int64")
     if descending:
         n = data.shape[d]
-        rev = xp.flip(data, d)
-        if data.dtype.kind == "f":
-            # NaN sorts as the largest value, so first when descending (as in PyTorch).
-            idx = xp.argsort(rev, axis=d, kind="stable")
-        else:
-            idx = xp.argsort(rev, axis=d, kind="stable")
+        # A stable ascending sort of the reversed data, reversed back, keeps equal values in their
+        # original order; NaN, sorting last ascending, comes first (as in PyTorch).
+        idx = xp.argsort(xp.flip(data, d), axis=d, kind="stable")
         return (n - 1 - xp.flip(idx, d)).astype("int64")
     return xp.argsort(data, axis=d, kind="stable").astype("int64")
 

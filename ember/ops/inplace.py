@@ -3,10 +3,12 @@
 An in-place op computes its result out of place (through the ordinary, differentiable op), then
 writes it into the tensor's memory and bumps the shared version counter. When the graph is being
 recorded, the tensor takes over the result's history; a view written in place gives its base a
-``CopySlices`` node, so gradients reach both the base's old history and the written value.
+``CopySlices`` node, so gradients reach both the base's old history and the written value. Every
+other live view of that base then replays itself on the base, so its ``grad_fn`` sees the write
+(PyTorch does the same lazily, on the next access of the view's ``grad_fn``).
 """
 from .. import _dtype as dt
-from ._dispatch import Tensor, Node, record, _wrap, dtype_name, device_mismatch
+from ._dispatch import Tensor, Node, record, needs_grad, _wrap, dtype_name, device_mismatch
 from ..autograd.grad_mode import _state as _grad_state
 
 
@@ -19,6 +21,20 @@ def check_inplace(self):
     if base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
+    if base is not None and base._requires_grad and not self._requires_grad:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+            "can clarify your code by moving both the view and the inplace either both inside the "
+            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+            "want the inplace to be tracked).")
+    if base is not None and self._requires_grad and self.grad_fn is not None \
+            and self.grad_fn.num_outputs > 1:
+        raise RuntimeError(
+            f"Output {self._output_nr} of {self.grad_fn.name()} is a view and is being modified "
+            "inplace. This view is the output of a function that returns multiple views. Such "
+            "functions do not allow the output views to be modified inplace. You should replace "
+            "the inplace operation by an out-of-place one.")
 
 
 def _recording(self, args):
@@ -34,7 +50,8 @@ def _recording(self, args):
 
 def _snapshot(self):
     """A copy of ``self``'s values that carries ``self``'s autograd identity: the out-of-place op
-    may save its input for backward, and ``self`` is about to be overwritten."""
+    may save its input for backward (PyTorch saves a clone of the original ``self`` then), and
+    ``self`` is about to be overwritten."""
     snap = _wrap(self._data.copy(), self._dtype, self)
     snap._requires_grad = self._requires_grad
     snap.grad_fn = self.grad_fn
@@ -53,7 +70,20 @@ def inplace(self, fn, *args, **kwargs):
     return write_result(self, result)
 
 
-def write_result(self, result):
+def _store(self, data, allow_overlap=False):
+    """``self[...] = data``. Like PyTorch, only a fill may write into memory that several elements
+    of ``self`` share (an expanded tensor)."""
+    target = self._data
+    if not allow_overlap and any(stride == 0 and size > 1
+                                 for size, stride in zip(target.shape, target.strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
+    target[...] = data
+    self._bump_version()
+
+
+def write_result(self, result, allow_overlap=False):
     """Write ``result`` into ``self``'s memory; rebase ``self``'s history on ``result``'s."""
     if result._device is not self._device:
         raise device_mismatch(self, result)
@@ -68,19 +98,37 @@ def write_result(self, result):
             raise RuntimeError(f"result type {dtype_name(result._dtype)} can't be cast to the "
                                f"desired output type {dtype_name(self._dtype)}")
         result = result.to(self._dtype)
-    try:
-        self._data[...] = result._data
-    except ValueError as exc:
-        if "read-only" in str(exc):
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the "
-                               "tensor before performing the operation.") from None
-        raise
-    self._bump_version()
+    _store(self, result._data, allow_overlap)
     if _grad_state.enabled and (result._requires_grad or self._requires_grad or
                                 (self._base is not None and self._base._requires_grad)):
+        if result._requires_grad:
+            _adopt_saved_result(self, result)
         _rebase_history(self, result if result._requires_grad else None)
     return self
+
+
+def _adopt_saved_result(self, result):
+    """``result`` now lives in ``self``'s memory: where its node saved it (``exp_`` saves its
+    output), the saved copy follows ``self``'s version counter, so a later in-place write to
+    ``self`` makes backward fail as in PyTorch instead of silently using stale values."""
+    saved = result.grad_fn._saved if result.grad_fn is not None else ()
+    if not isinstance(saved, tuple) or result._vc is None:
+        return
+    vc = self._ensure_vc()
+    for s in saved:
+        if s is not None and s.vc is result._vc:
+            s.vc = vc
+            s.version = vc.value
+
+
+class CopyBackwards(Node):
+    """``self.copy_(src)``: the old values of ``self`` get a zero gradient, ``src`` all of it (the
+    engine sums it back to ``src``'s shape and casts it to ``src``'s dtype and device)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        g_self = grad.new_zeros(grad.shape) if self.next_functions[0] is not None else None
+        return g_self, grad
 
 
 class CopySlices(Node):
@@ -100,7 +148,8 @@ class CopySlices(Node):
 
 
 class FillBackward0(Node):
-    """History of a tensor overwritten by a constant: no gradient reaches the old values."""
+    """History of a tensor overwritten by values that carry no gradient (``y.eq_(0)``): the old
+    values get a zero gradient."""
     __slots__ = ()
 
     def backward(self, grad):
@@ -113,17 +162,39 @@ def _rebase_history(self, result):
         if result is None:
             record(FillBackward0, (self,), self)
             self.__dict__.pop("_output_nr", None)
-            return
-        self.grad_fn = result.grad_fn
-        self._requires_grad = True
-        self._output_nr = result._output_nr
+        else:
+            if result.grad_fn is None:  # the result is a leaf: give self an edge to it
+                result = _copy_from(self, result, keep_self=False)
+            self.grad_fn = result.grad_fn
+            self._requires_grad = True
+            if result._output_nr:
+                self._output_nr = result._output_nr
+            else:
+                self.__dict__.pop("_output_nr", None)
+        _refresh_views(self, self)
         return
     record(CopySlices, (base, result), base, replay=self._view_fn)
     base.__dict__.pop("_output_nr", None)
-    regenerated = self._view_fn(base)
-    self.grad_fn = regenerated.grad_fn
-    self._requires_grad = True
-    self._output_nr = regenerated._output_nr
+    _regenerate(self, base)
+    _refresh_views(base, self)
+
+
+def _refresh_views(root, skip):
+    """Give every live view of ``root`` (but ``skip``) the history of a fresh replay on ``root``."""
+    refs = root.__dict__.get("_views")
+    if not refs:
+        return
+    for ref in list(refs):
+        view = ref()
+        if view is not None and view is not skip:
+            _regenerate(view, root)
+
+
+def _regenerate(view, root):
+    regenerated = view._view_fn(root)
+    view.grad_fn = regenerated.grad_fn
+    view._requires_grad = regenerated._requires_grad
+    view.__dict__.pop("_output_nr", None)
 
 
 def copy_into_out(out, result):
@@ -138,17 +209,50 @@ def copy_into_out(out, result):
 
 # ---- the in-place methods ----------------------------------------------------------------------
 
+def _copy_from(self, src, keep_self=True):
+    """``src`` broadcast to ``self``'s shape on ``self``'s device and dtype, recorded as a
+    ``CopyBackwards`` node (whose first input, with ``keep_self``, is ``self``'s old history)."""
+    from .shape import _NoGrad
+    moved = src
+    if src._device is not self._device or src._dtype is not self._dtype:
+        with _NoGrad():
+            moved = src.to(device=self._device, dtype=self._dtype)  # copy_ casts freely
+    xp = self._backend.xp
+    try:
+        data = xp.broadcast_to(moved._data, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({_last(self)}) must match the size of tensor b "
+                           f"({_last(src)}) at non-singleton dimension "
+                           f"{_mismatched_dim(self._data.shape, src._data.shape)}") from None
+    out = _wrap(data, self._dtype, self)
+    old = self if keep_self else None
+    if needs_grad(old, src):
+        record(CopyBackwards, (old, src), out)
+    return out
+
+
+def _last(t):
+    return t._data.shape[-1] if t._data.ndim else 1
+
+
+def _mismatched_dim(shape_a, shape_b):
+    for i in range(1, min(len(shape_a), len(shape_b)) + 1):
+        a, b = shape_a[-i], shape_b[-i]
+        if a != b and b != 1:
+            return len(shape_a) - i
+    return 0
+
+
 def copy_(self, src, non_blocking=False):
+    return _copy(self, src)
+
+
+def _copy(self, src, allow_overlap=False):
     check_inplace(self)
     if not isinstance(src, Tensor):
         from .creation import tensor as _tensor
         src = _tensor(src, dtype=self._dtype, device=self._device)
-    if src._device is not self._device:
-        src = src.to(self._device)
-    if src._dtype is not self._dtype:
-        src = src.to(self._dtype)  # copy_ casts freely, unlike other in-place ops
-    return write_result(self, src.expand(self._data.shape) if src._data.shape != self._data.shape
-                        else src)
+    return write_result(self, _copy_from(self, src), allow_overlap)
 
 
 def fill_(self, value):
@@ -157,11 +261,11 @@ def fill_(self, value):
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return copy_(self, value.expand(self._data.shape))
-    if self._requires_grad or (self._base is not None and self._base._requires_grad):
-        return copy_(self, _full_like(self, value))
-    self._data[...] = value
-    self._bump_version()
+        return _copy(self, value, allow_overlap=True)
+    if _grad_state.enabled and (self._requires_grad or
+                                (self._base is not None and self._base._requires_grad)):
+        return _copy(self, _full_like(self, value), allow_overlap=True)
+    _store(self, _scalar_array(self, value), allow_overlap=True)
     return self
 
 
@@ -169,6 +273,15 @@ def zero_(self):
     return fill_(self, 0)
 
 
+def _scalar_array(self, value):
+    """``value`` as a 0-d array of ``self``'s dtype; out-of-range integers wrap, as in PyTorch."""
+    xp = self._backend.xp
+    np_dtype = self._data.dtype
+    if isinstance(value, int) and not isinstance(value, bool) and np_dtype.kind in "iu":
+        return xp.asarray(value).astype(np_dtype)
+    return xp.asarray(value, dtype=np_dtype)
+
+
 def _full_like(self, value):
-    return _wrap(self._backend.xp.full(self._data.shape, value, dtype=self._data.dtype),
+    return _wrap(self._backend.xp.broadcast_to(_scalar_array(self, value), self._data.shape),
                  self._dtype, self)

@@ -3,11 +3,13 @@ how to replay itself on another tensor (``_view_fn``), which in-place writes thr
 the backward of slicing both use. Copying shape ops (cat, stack, flip…) follow."""
 import builtins
 import operator
+import weakref
 
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
                         wrap_dims, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import _type_name
 
 
 def _needs(t):
@@ -30,7 +32,21 @@ def make_view(base, data, replay):
     if vc is None:
         vc = base._ensure_vc()
     out._vc = vc
+    if _grad_state.enabled:
+        _register_view(base, out)
     return out
+
+
+def _register_view(root, view):
+    """Remember ``view`` (weakly) on ``root``, so an in-place write to either can refresh its
+    history; dead entries are pruned whenever the list has doubled since the last pruning."""
+    refs = root.__dict__.get("_views")
+    if refs is None:
+        refs = root.__dict__["_views"] = []
+    refs.append(weakref.ref(view))
+    if len(refs) >= root.__dict__.get("_views_limit", 16):
+        refs[:] = [r for r in refs if r() is not None]
+        root.__dict__["_views_limit"] = builtins.max(16, 2 * len(refs))
 
 
 def _shape_arg(args):
@@ -51,6 +67,9 @@ def _infer_size(shape, numel):
                 raise RuntimeError(f"invalid shape dimension {s}")
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because "
+                               "the unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
@@ -130,8 +149,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s == e:
         return input
     shape = input._data.shape
-    new = shape[:s] + (-1 if 0 not in shape[s:e + 1] else 0,) + shape[e + 1:]
-    return reshape(input, new)
+    merged = 1
+    for size in shape[s:e + 1]:
+        merged *= size
+    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])
 
 
 def unflatten(input, dim, sizes):
@@ -139,6 +160,12 @@ def unflatten(input, dim, sizes):
     d = wrap_dim(dim, nd)
     shape = input._data.shape
     sizes = tuple(sizes)
+    known = 1
+    for size in sizes:
+        known *= size if size != -1 else 1
+    if -1 not in sizes and known != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size "
+                           f"of dim {dim} ({shape[d]}) in the input tensor")
     inferred = _infer_size(sizes, shape[d])
     return view(input, shape[:d] + inferred + shape[d + 1:])
 
@@ -153,7 +180,7 @@ def squeeze(input, dim=None):
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
         dims = wrap_dims(dim, len(shape))
-        axes = tuple(d for d in dims if shape[d] == 1)
+        axes = tuple(d for d in dims if d < len(shape) and shape[d] == 1)
     new = tuple(s for i, s in enumerate(shape) if i not in axes)
     out = make_view(input, input._data.reshape(new), lambda t: t.squeeze(dim))
     if _needs(input):
@@ -193,7 +220,9 @@ def permute(input, *dims):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
                            f"match the length of the desired ordering of dimensions i.e. input.dim() "
                            f"= {nd} is not equal to len(dims) = {len(dims)}")
-    dims = wrap_dims(dims, nd)
+    dims = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     out = make_view(input, input._data.transpose(dims), lambda t: t.permute(dims))
     if _needs(input):
         record(PermuteBackward0, (input,), out, dims=dims)
@@ -223,7 +252,8 @@ def t(input):
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    return transpose(input, 0, 1) if nd == 2 else input
+    # Like PyTorch, a 0-d or 1-d input gives a new view, not the input itself.
+    return transpose(input, 0, 1) if nd == 2 else permute(input, tuple(range(nd)))
 
 
 def adjoint(input):
@@ -232,11 +262,17 @@ def adjoint(input):
 
 def movedim(input, source, destination):
     nd = input._data.ndim
+    if isinstance(source, int) != isinstance(destination, int):
+        raise TypeError("movedim() received an invalid combination of arguments: source and "
+                        "destination must both be ints or both be tuples of ints")
+    source = (source,) if isinstance(source, int) else tuple(source)
+    destination = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(destination)} dims)")
     src = wrap_dims(source, nd)
     dst = wrap_dims(destination, nd)
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
-                           f"should contain the same number of dims as destination ({list(dst)} dims)")
     order = [d for d in range(nd) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -258,7 +294,8 @@ def expand(input, *sizes):
     shape = input._data.shape
     nd = len(shape)
     if len(sizes) < nd:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size=[{len(sizes)}]): the number "
+        raise RuntimeError(f"expand({_type_name(input._dtype)}{{{list(shape)}}}, "
+                           f"size=[{len(sizes)}]): the number "
                            f"of sizes provided ({len(sizes)}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({nd})")
     lead = len(sizes) - nd
@@ -273,7 +310,7 @@ def expand(input, *sizes):
             cur = shape[i - lead]
             if s == -1:
                 s = cur
-            elif cur != s and cur != 1:
+            elif (cur != s and cur != 1) or s < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                    f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
                                    f"{list(sizes)}.  Tensor sizes: {list(shape)}")
@@ -282,7 +319,11 @@ def expand(input, *sizes):
     if target == shape:
         data = input._data.view()
     else:
-        data = input._backend.xp.broadcast_to(input._data, target)
+        # Unlike NumPy's read-only broadcast_to, a writable view: PyTorch lets fill_ write into
+        # expanded memory and refuses other in-place writes itself (see inplace._store).
+        strides = (0,) * lead + tuple(0 if cur != size else stride for cur, size, stride
+                                      in zip(shape, target[lead:], input._data.strides))
+        data = input._backend.xp.lib.stride_tricks.as_strided(input._data, target, strides)
     out = make_view(input, data, lambda x: x.expand(target))
     if _needs(input):
         record(ExpandBackward0, (input,), out, in_shape=shape)
@@ -414,6 +455,9 @@ def narrow(input, dim, start, length):
     d = wrap_dim(dim, nd)
     size = input._data.shape[d]
     start = operator.index(start)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got "
+                         f"{start})")
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
@@ -435,10 +479,7 @@ def select(input, dim, index):
                          f"{list(input._data.shape)} at dimension {d}")
     if index < 0:
         index += size
-    key = (slice(None),) * d + (index,)
-    data = input._data[key]
-    if not hasattr(data, "shape") or not hasattr(data, "base"):
-        data = input._data[key + (Ellipsis,)]
+    data = input._data[(slice(None),) * d + (index, Ellipsis)]
     replay = lambda x: x.select(d, index)  # noqa: E731
     return _record_slice(SelectBackward0, input, make_view(input, data, replay), replay)
 
@@ -484,7 +525,8 @@ def unbind(input, dim=0):
     n = input._data.shape[d]
     outs = []
     for i in range(n):
-        key = (slice(None),) * d + (i,)
+        # The trailing Ellipsis keeps a 0-d result a view (a bare int index gives a NumPy scalar).
+        key = (slice(None),) * d + (i, Ellipsis)
         outs.append(make_view(input, input._data[key], lambda x, i=i: x.select(d, i)))
     if _needs(input):
         record_multi(UnbindBackward0, (input,), outs, dim=d)
@@ -506,14 +548,19 @@ def split(input, split_size_or_sections, dim=0):
     size = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and not (step == 0 and size == 0):
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sections = [builtins.min(step, size - s) for s in range(0, size, step)] if step else [0]
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        if step == 0 and size != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                               f"size of {size}")
+        # An empty dimension still splits into one (empty) piece.
+        sections = [builtins.min(step, size - s) for s in range(0, size, step)] or [0]
     else:
         sections = [operator.index(s) for s in split_size_or_sections]
         if sum(sections) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                               f"(input tensor's size at dimension {d}), but got split_sizes={sections}")
+                               f"(input tensor's size at dimension {dim}), but got "
+                               f"split_sizes={sections}")
     outs, start = [], 0
     for length in sections:
         key = (slice(None),) * d + (slice(start, start + length),)
@@ -558,8 +605,9 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
-    step = -(-size // chunks) if size else 1
-    return split(input, step if size else 0, d) if size else split(input, [0] * 1, d)
+    if size == 0:
+        return split(input, [0] * chunks, d)
+    return split(input, -(-size // chunks), d)
 
 
 def hsplit(input, sections):
@@ -582,7 +630,8 @@ class CloneBackward0(Node):
 
 
 def clone(input, *, memory_format=None):
-    out = _wrap(input._data.copy(), input._dtype, input)
+    # order="K" keeps a dense input's stride order, as PyTorch's preserve_format does.
+    out = _wrap(input._data.copy(order="K"), input._dtype, input)
     if _needs(input):
         record(CloneBackward0, (input,), out)
     return out
@@ -603,6 +652,9 @@ class CatBackward0(Node):
     def backward(self, grad):
         outs, start = [], 0
         for n, needed in zip(self.sizes, self.next_functions):
+            if n is None:  # a skipped legacy empty input
+                outs.append(grad.new_zeros(0) if needed is not None else None)
+                continue
             outs.append(grad.narrow(self.dim, start, n) if needed is not None else None)
             start += n
         return tuple(outs)
@@ -634,8 +686,10 @@ def cat(tensors, dim=0, *, out=None):
     xp = ref._backend.xp
     data = xp.concatenate([t._data.astype(rt.np, copy=False) for t in live], axis=d)
     res = _wrap(data, rt, ref)
-    if needs_grad(*live):
-        record(CatBackward0, live, res, dim=d, sizes=[t._data.shape[d] for t in live])
+    if needs_grad(*tensors):
+        live_ids = {id(t) for t in live}
+        sizes = [t._data.shape[d] if id(t) in live_ids else None for t in tensors]
+        record(CatBackward0, tensors, res, dim=d, sizes=sizes)
     if out is not None:
         from .inplace import copy_into_out
         return copy_into_out(out, res)
@@ -703,7 +757,10 @@ class FlipBackward0(Node):
 def flip(input, *dims):
     dims = wrap_dims(_shape_arg(dims), input._data.ndim)
     # PyTorch has no negative strides, so flip copies.
-    data = input._backend.xp.flip(input._data, dims).copy() if dims else input._data.copy()
+    if dims and input._data.ndim:
+        data = input._backend.xp.flip(input._data, dims).copy()
+    else:
+        data = input._data.copy()
     out = _wrap(data, input._dtype, input)
     if _needs(input):
         record(FlipBackward0, (input,), out, dims=dims)
@@ -788,7 +845,6 @@ def tile(input, dims):
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     from .indexing import index_select
-    from .creation import arange_like
     if repeats is None:  # repeat_interleave(repeats_tensor): indices
         counts = input
         xp = counts._backend.xp
@@ -833,14 +889,16 @@ def triu(input, diagonal=0):
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    n = input.shape[-1] + abs(offset)
-    shape = tuple(input.shape[:-1]) + (n, n)
-    nd = len(shape)
+    nd = input._data.ndim + 1
     d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
-    base_shape = shape
-    if (d1, d2) != (nd - 2, nd - 1):
-        raise NotImplementedError("diag_embed supports the last two dimensions only")
-    return scatter_into_view(input, base_shape, lambda x: x.diagonal(offset, -2, -1))
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input._data.shape[-1] + builtins.abs(offset)
+    shape = list(input._data.shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    # The output is zeros whose (offset, d1, d2) diagonal is the input.
+    return scatter_into_view(input, tuple(shape), lambda x: x.diagonal(offset, d1, d2))
 
 
 def diag(input, diagonal=0):
