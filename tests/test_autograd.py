@@ -445,11 +445,8 @@ NODE_NAME_CASES = [
     "a.sin()", "a.permute(1, 0)", "a.neg()", "2 * a", "a + 2", "a.sqrt()",
     "lib.cat([a, a])", "lib.where(a > 0, a, a)", "a.to(lib.float64)", "a.flatten()",
     "a.cumsum(0)", "a.var()", "a.matmul(a[0])", "a.pow(a)",
-]
-# Node names that the op files (not the engine) still name differently from PyTorch.
-NODE_NAME_MISMATCHES = [
-    "a.sum()", "a.mean()", "a.t()", "a[0]", "a.max()", "lib.stack([a, a])",
-    "a.prod()",
+    "a.sum()", "a.mean()", "a.t()", "a[0]", "a[0, 1:]", "a[None]", "a.max()", "a.min(0)[0]",
+    "a.amin(1)", "lib.stack([a, a])", "a.prod()",
 ]
 
 
@@ -460,12 +457,6 @@ def _node_name(lib, expression):
 
 @pytest.mark.parametrize("expression", NODE_NAME_CASES)
 def test_node_names_match_torch(expression):
-    assert _node_name(ember, expression) == _node_name(torch, expression)
-
-
-@pytest.mark.xfail(reason="node names chosen in ember/ops (not the engine) differ from torch's")
-@pytest.mark.parametrize("expression", NODE_NAME_MISMATCHES)
-def test_node_names_not_yet_matching_torch(expression):
     assert _node_name(ember, expression) == _node_name(torch, expression)
 
 

@@ -1,10 +1,18 @@
 """The CPU backend, on NumPy: the reference implementation of the Backend contract."""
 import math
+import warnings
 
 import numpy as np
 import ml_dtypes
 
 from .base import Backend
+
+# PyTorch never warns about floating-point exceptions (log(0) is -inf, 0/0 is nan). Silence
+# NumPy's warnings for calls made from Ember's own modules only: a warnings filter costs nothing
+# until a warning fires, where np.errstate would cost ~1 us per op, and the user's own NumPy
+# code keeps its warnings.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)",
+                        message=r"(divide by zero|invalid value|overflow|underflow) encountered")
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)

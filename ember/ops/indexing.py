@@ -107,6 +107,21 @@ def _unsqueezed_strides(arr, key, data):
     return tuple(strides)
 
 
+def _basic_node(nkey):
+    """PyTorch names a basic index's node after the last step it applies (select, slice or
+    unsqueeze); the backward is the same scatter-into-view for all three."""
+    last = next((k for k in reversed(nkey) if k is not Ellipsis), slice(None))
+    if isinstance(last, int):
+        return SelectBackward0
+    if last is None:
+        return _UnsqueezeByIndexBackward
+    return SliceBackward0
+
+
+# `x[None]` is named like unsqueeze, though its backward is the slicing one.
+_UnsqueezeByIndexBackward = type("UnsqueezeBackward0", (SliceBackward0,), {"__slots__": ()})
+
+
 class IndexBackward0(Node):
     __slots__ = ()
 
@@ -125,7 +140,7 @@ def getitem(input, key):
         replay = lambda t: getitem(t, nkey)  # noqa: E731
         out = make_view(input, data, replay)
         if _needs(input):
-            record(SliceBackward0, (input,), out, in_shape=input._data.shape, replay=replay)
+            record(_basic_node(nkey), (input,), out, in_shape=input._data.shape, replay=replay)
         return out
     basic_key, advanced_key = _split_integers(nkey)
     if basic_key is not None:

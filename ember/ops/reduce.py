@@ -141,12 +141,17 @@ class SumBackward1(Node):
         return _expand_back(grad, self.in_shape, self.axes, self.keepdim)
 
 
+class SumBackward0(SumBackward1):
+    """Full reduction (no dim), named as PyTorch names it."""
+    __slots__ = ()
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     axes = _axes(input, dim)
     out_dt = dtype or _int_sum_dtype(input._dtype)
     res = _result(input, _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim), out_dt)
     if _differentiable(input, out_dt):
-        record(SumBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
+        record(SumBackward0 if dim is None else SumBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
                keepdim=keepdim)
     return res
 
@@ -163,6 +168,10 @@ class MeanBackward1(Node):
         return _expand_back(grad, self.in_shape, self.axes, self.keepdim) / self.count
 
 
+class MeanBackward0(MeanBackward1):
+    __slots__ = ()
+
+
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = dtype or input._dtype
     if out_dt._kind < 2:
@@ -177,7 +186,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         out = _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim) / count
     res = _result(input, out, out_dt)
     if needs_grad(input):
-        record(MeanBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
+        record(MeanBackward0 if dim is None else MeanBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
                keepdim=keepdim, count=count)
     return res
 
@@ -229,6 +238,10 @@ def _ones_slice(x, d):
     return x.new_ones(shape)
 
 
+class ProdBackward0(ProdBackward1):
+    __slots__ = ()
+
+
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
@@ -236,7 +249,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = dtype or _int_sum_dtype(input._dtype)
     res = _result(input, _compute_data(input, out_dt).prod(axis=axes, keepdims=keepdim), out_dt)
     if _differentiable(input, out_dt):
-        record(ProdBackward1, (input,), res, save=(input,), axes=axes, keepdim=keepdim)
+        record(ProdBackward0 if dim is None else ProdBackward1, (input,), res, save=(input,),
+               axes=axes, keepdim=keepdim)
     return res
 
 
@@ -256,6 +270,13 @@ class AmaxBackward0(Node):
         return _expand_back(grad, x.shape, axes, keepdim) * mask / count
 
 
+# PyTorch's node names for the same rule, by the public function that recorded it.
+_EXTREMUM_NODES = {name: type(cls_name, (AmaxBackward0,), {"__slots__": ()})
+                   for name, cls_name in (("amin", "AminBackward0"), ("max", "MaxBackward1"),
+                                          ("min", "MinBackward1"))}
+_EXTREMUM_NODES["amax"] = AmaxBackward0
+
+
 def _amax(input, dim, keepdim, is_min, name):
     dim_given = not (dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0))
     axes = _axes(input, dim)
@@ -264,7 +285,7 @@ def _amax(input, dim, keepdim, is_min, name):
     out = (xp.min if is_min else xp.max)(input._data, axis=axes, keepdims=keepdim)
     res = _result(input, out, input._dtype)
     if needs_grad(input):
-        record(AmaxBackward0, (input,), res, save=(input,), save_out=True, axes=axes,
+        record(_EXTREMUM_NODES[name], (input,), res, save=(input,), save_out=True, axes=axes,
                keepdim=keepdim)
     return res
 
@@ -294,6 +315,10 @@ class MaxBackward0(Node):
         return grad.new_zeros(self.in_shape).scatter(d, idx, grad)
 
 
+class MinBackward0(MaxBackward0):
+    __slots__ = ()
+
+
 def _max_min(input, dim, keepdim, other, is_min):
     name = "min" if is_min else "max"
     if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
@@ -320,8 +345,8 @@ def _max_min(input, dim, keepdim, other, is_min):
     values = _wrap(vals, input._dtype, input)
     indices = _result(input, idx, dt.int64)
     if needs_grad(input):
-        record(MaxBackward0, (input,), values, save=(indices,), dim=d, keepdim=keepdim,
-               in_shape=data.shape)
+        record(MinBackward0 if is_min else MaxBackward0, (input,), values, save=(indices,), dim=d,
+               keepdim=keepdim, in_shape=data.shape)
     return (_min_result if is_min else _max_result)((values, indices))
 
 

@@ -236,12 +236,16 @@ class TransposeBackward0(Node):
         return grad.transpose(self.d0, self.d1)
 
 
-def transpose(input, dim0, dim1):
+class TBackward0(TransposeBackward0):
+    __slots__ = ()
+
+
+def transpose(input, dim0, dim1, *, _node=TransposeBackward0):
     nd = input._data.ndim
     d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     out = make_view(input, input._data.swapaxes(d0, d1), lambda t: t.transpose(d0, d1))
     if _needs(input):
-        record(TransposeBackward0, (input,), out, d0=d0, d1=d1)
+        record(_node, (input,), out, d0=d0, d1=d1)
     return out
 
 
@@ -253,7 +257,7 @@ def t(input):
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     # Like PyTorch, a 0-d or 1-d input gives a new view, not the input itself.
-    return transpose(input, 0, 1) if nd == 2 else permute(input, tuple(range(nd)))
+    return transpose(input, 0, 1, _node=TBackward0) if nd == 2 else permute(input, tuple(range(nd)))
 
 
 def adjoint(input):
@@ -709,7 +713,27 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at "
                                f"entry 0 and {list(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1)
-    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
+    ref = tensors[0]
+    rt = ref._dtype
+    for t in tensors:
+        if t._device is not ref._device:
+            raise device_mismatch(ref, t)
+        rt = dt.promote_types(rt, t._dtype)
+    data = ref._backend.xp.stack([t._data.astype(rt.np, copy=False) for t in tensors], axis=d)
+    res = _wrap(data, rt, ref)
+    if needs_grad(*tensors):
+        record(StackBackward0, tensors, res, dim=d)
+    if out is not None:
+        from .inplace import copy_into_out
+        return copy_into_out(out, res)
+    return res
+
+
+class StackBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.unbind(self.dim)
 
 
 def hstack(tensors):
