@@ -10,7 +10,6 @@ import numpy as np
 from . import _dtype as dt
 from ._device import device as _device_cls
 from .backends import get_backend
-from .autograd import grad_mode
 from .autograd.graph import VersionCounter
 
 __all__ = ["Tensor"]
@@ -308,7 +307,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
                                if self._data.size > 1 else
                                "Boolean value of Tensor with no values is ambiguous")
         return bool(_py_scalar(self))

@@ -2,41 +2,15 @@
 ``setup_context`` style, several outputs, double backward, ``once_differentiable`` and errors.
 
 Each test defines its Function inside ``fn(lib)`` so the same code runs on torch and Ember."""
-import numpy as np
 import pytest
 import torch
 
 import ember
-
-
-def assert_same(expected, actual, rtol=1e-6, atol=1e-7):
-    if isinstance(expected, torch.Tensor):
-        assert isinstance(actual, ember.Tensor), f"expected a tensor, got {actual!r}"
-        assert tuple(actual.shape) == tuple(expected.shape)
-        assert str(actual.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
-        np.testing.assert_allclose(np.asarray(actual.detach()), expected.detach().numpy(),
-                                   rtol=rtol, atol=atol)
-    elif isinstance(expected, (tuple, list)):
-        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), actual
-        for e, a in zip(expected, actual):
-            assert_same(e, a, rtol, atol)
-    else:
-        assert actual == expected
+from torch_compare import assert_same, compare_error
 
 
 def compare(fn):
-    assert_same(fn(torch), fn(ember))
-
-
-def compare_error(fn, gist=None):
-    with pytest.raises(Exception) as torch_error:
-        fn(torch)
-    with pytest.raises(Exception) as ember_error:
-        fn(ember)
-    assert type(ember_error.value) is type(torch_error.value), ember_error.value
-    expected = gist if gist is not None else str(torch_error.value).replace("torch", "ember")
-    assert gist is None or gist in str(torch_error.value)
-    assert expected in str(ember_error.value)
+    assert_same(fn(torch), fn(ember), rtol=1e-6, atol=1e-7)
 
 
 def leaf(lib, values, dtype=None):

@@ -2,7 +2,6 @@
 ``inference_mode`` as context managers and decorators, nesting, generators and threads."""
 import threading
 
-import pytest
 import torch
 
 import ember

@@ -524,7 +524,7 @@ def masked_fill(input, mask, value):
 def masked_select(input, mask):
     from .shape import broadcast_tensors
     if mask._dtype is not dt.bool:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     a, m = broadcast_tensors(input, mask)
     return getitem(a, m)
 

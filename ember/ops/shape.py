@@ -354,7 +354,7 @@ def broadcast_shapes(*shapes):
                 if cur == 1:
                     result[-1 - i] = s
                 elif s != 1 and s != cur:
-                    raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape")
+                    raise RuntimeError("Shape mismatch: objects cannot be broadcast to a single shape")
     from .._tensor import Size
     return Size(result)
 
