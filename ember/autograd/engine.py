@@ -29,7 +29,7 @@ def _collect(roots, targets):
         node = stack.pop()
         if node in children:
             continue
-        nexts = [e[0] for e in node.next_functions if e is not None]
+        nexts = [e[0] for e in node._edges if e is not None]
         children[node] = nexts
         stack.extend(n for n in nexts if n not in children)
     needed = None
@@ -133,7 +133,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         executes = accumulate
                     else:
                         executes = any(e is not None and e[0] in needed
-                                       for e in node.next_functions)
+                                       for e in node._edges)
                     if not executes:
                         grads = _call_tensor_pre_hooks(node, grads)
                     for nr, slot in slots:
@@ -153,7 +153,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 raise
             if not retain_graph:
                 node.release()
-            for i, (edge, g) in enumerate(zip(node.next_functions, grad_inputs)):
+            for i, (edge, g) in enumerate(zip(node._edges, grad_inputs)):
                 if edge is None:
                     continue
                 child, nr = edge
@@ -232,13 +232,13 @@ def _check_hook_tuple(hook, out, expected):
 
 def _call_node(node, grads):
     if all(g is None for g in grads):
-        return (None,) * len(node.next_functions)
+        return (None,) * len(node._edges)
     out = node.backward(*grads)
     if not isinstance(out, tuple):
         out = (out,)
-    if len(out) != len(node.next_functions):
+    if len(out) != len(node._edges):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {len(node.next_functions)}, got {len(out)})")
+                           f"(expected {len(node._edges)}, got {len(out)})")
     if anomaly_mode._enabled and anomaly_mode._check_nan:
         for i, g in enumerate(out):
             if g is not None and g.isnan().any().item():

@@ -1,9 +1,9 @@
 """The autograd graph: ``Node`` (a tensor's ``grad_fn``), saved tensors with version checks,
 and ``AccumulateGrad``, the node that writes a leaf's ``.grad``.
 
-An op that records itself creates one Node subclass instance. ``next_functions`` holds, per
-input, the edge ``(node, output_nr)`` its gradient flows to (``None`` for inputs that need no
-gradient); ``_in_meta`` holds each input's (shape, dtype) so that the engine, not every op,
+An op that records itself creates one Node subclass instance. ``_edges`` holds, per input, the
+edge ``(node, output_nr)`` its gradient flows to (``None`` for inputs that need no gradient;
+the public ``next_functions`` shows those as ``(None, 0)``, as PyTorch does); ``_in_meta`` holds each input's (shape, dtype) so that the engine, not every op,
 sum-reduces broadcast gradients and casts them back to the input's dtype.
 """
 import itertools
@@ -104,16 +104,23 @@ def _type_name(dtype):
     return "ember." + names.get(dtype.name, dtype.name)
 
 
+_NO_EDGE = (None, 0)
+
+
 class Node:
     """A backward function. Subclasses implement ``backward(*grad_outputs) -> tuple``, written in
     differentiable Ember ops so that ``create_graph=True`` can differentiate it again."""
-    __slots__ = ("next_functions", "_in_meta", "_seq", "_saved", "_pre_hooks", "_hooks",
+    __slots__ = ("_edges", "_in_meta", "_seq", "_saved", "_pre_hooks", "_hooks",
                  "_tensor_pre_hooks", "_retained", "_trace", "__weakref__", "__dict__")
     #: how many outputs the forward produced (multi-output ops override)
     num_outputs = 1
 
     def name(self):
         return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple(e if e is not None else _NO_EDGE for e in self._edges)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -181,7 +188,7 @@ def run_tensor_hooks(hooks, grad):
 
 def init_node(node, inputs):
     """Fill the graph fields of a freshly made node from its input tensors."""
-    node.next_functions = tuple(_edge(t) if t is not None and t.requires_grad else None
+    node._edges = tuple(_edge(t) if t is not None and t.requires_grad else None
                                 for t in inputs)
     node._in_meta = tuple((t._data.shape, t._dtype, t._device) if t is not None else None
                           for t in inputs)
@@ -215,7 +222,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
-        self.next_functions = ()
+        self._edges = ()
         self._in_meta = ()
         self._seq = -1  # runs last among ready nodes, like PyTorch's max sequence number
         self._saved = ()

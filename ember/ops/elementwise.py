@@ -124,8 +124,8 @@ class MulBackward0(Node):
 
     def backward(self, grad):
         a, b = self.saved_tensors
-        ga = None if self.next_functions[0] is None else grad * (b if b is not None else self.scalar)
-        gb = None if self.next_functions[1] is None else grad * a
+        ga = None if self._edges[0] is None else grad * (b if b is not None else self.scalar)
+        gb = None if self._edges[1] is None else grad * a
         return ga, gb
 
 
@@ -151,8 +151,8 @@ class DivBackward0(Node):
         a, b = self.saved_tensors
         if b is None:
             return grad / self.scalar, None
-        ga = None if self.next_functions[0] is None else grad / b
-        if self.next_functions[1] is None:
+        ga = None if self._edges[0] is None else grad / b
+        if self._edges[1] is None:
             return ga, None
         numerator = a if a is not None else self.scalar
         return ga, -grad * numerator / (b * b)
@@ -164,7 +164,7 @@ class DivBackward2(Node):
 
     def backward(self, grad):
         zero = _zeros_like(grad)
-        return zero, (zero if self.next_functions[1] is not None else None)
+        return zero, (zero if self._edges[1] is not None else None)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -234,7 +234,7 @@ class RemainderBackward0(Node):
     def backward(self, grad):
         a, b = self.saved_tensors
         gb = None
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             gb = -grad * div(a, b, rounding_mode="floor" if self.kind == "remainder" else "trunc")
         return grad, gb
 
@@ -296,9 +296,9 @@ class PowBackward1(Node):
     def backward(self, grad):
         base, exponent, result = self.saved_tensors
         gb = ge = None
-        if self.next_functions[0] is not None:
+        if self._edges[0] is not None:
             gb = where(exponent == 0, _zeros_like(grad), grad * (exponent * base.pow(exponent - 1)))
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             ln_base = where((base == 0) & (exponent >= 0), _zeros_like(result), result * base.log())
             ge = grad * ln_base
         return gb, ge
@@ -424,8 +424,8 @@ class MaximumBackward0(Node):
         zero = _zeros_like(grad)
         shared = where(a == b, grad / 2, grad)
         a_loses, b_loses = (a > b, a < b) if self.minimum else (a < b, a > b)
-        ga = where(a_loses, zero, shared) if self.next_functions[0] is not None else None
-        gb = where(b_loses, zero, shared) if self.next_functions[1] is not None else None
+        ga = where(a_loses, zero, shared) if self._edges[0] is not None else None
+        gb = where(b_loses, zero, shared) if self._edges[1] is not None else None
         return ga, gb
 
 
@@ -793,9 +793,9 @@ class ClampBackward0(Node):
             gx, glo, ghi = where(x >= lo, grad, zero), where(x < lo, grad, zero), None
         else:
             gx, glo, ghi = where(x <= hi, grad, zero), None, where(x > hi, grad, zero)
-        return (gx if self.next_functions[0] is not None else None,
-                glo if self.next_functions[1] is not None else None,
-                ghi if self.next_functions[2] is not None else None)
+        return (gx if self._edges[0] is not None else None,
+                glo if self._edges[1] is not None else None,
+                ghi if self._edges[2] is not None else None)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -842,8 +842,8 @@ class WhereBackward0(Node):
     def backward(self, grad):
         (cond,) = self.saved_tensors
         zero = _zeros_like(grad)
-        gx = where(cond, grad, zero) if self.next_functions[0] is not None else None
-        gy = where(cond, zero, grad) if self.next_functions[1] is not None else None
+        gx = where(cond, grad, zero) if self._edges[0] is not None else None
+        gy = where(cond, zero, grad) if self._edges[1] is not None else None
         return gx, gy
 
 
@@ -898,7 +898,7 @@ class LerpBackward1(Node):
     def backward(self, grad):
         start, end, weight = self.saved_tensors
         return (grad * (1 - weight), grad * weight,
-                grad * (end - start) if self.next_functions[2] is not None else None)
+                grad * (end - start) if self._edges[2] is not None else None)
 
 
 def lerp(input, end, weight):

@@ -176,10 +176,10 @@ class IndexPutBackward0(Node):
     def backward(self, grad):
         key = self.key
         g_self = None
-        if self.next_functions[0] is not None:
+        if self._edges[0] is not None:
             g_self = grad if self.accumulate else index_put(grad, key, 0.0, _converted=True)
         g_value = None
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             g_value = getitem_converted(grad, key)
         return g_self, g_value
 
@@ -328,9 +328,9 @@ class ScatterBackward0(Node):
         (index,) = self.saved_tensors
         d = self.dim
         g_self = g_src = None
-        if self.next_functions[0] is not None:
+        if self._edges[0] is not None:
             g_self = grad if self.add else grad.scatter(d, index, 0.0)
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             g_src = _pad_to(grad.gather(d, index), self.src_shape)
         return g_self, g_src
 
@@ -433,7 +433,7 @@ class IndexAddBackward0(Node):
     def backward(self, grad):
         (index,) = self.saved_tensors
         g_src = None
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             g_src = grad.index_select(self.dim, index)
             if self.alpha != 1:
                 g_src = g_src * self.alpha
@@ -486,9 +486,9 @@ class MaskedFillBackward0(Node):
 
     def backward(self, grad):
         (mask,) = self.saved_tensors
-        g_self = grad.masked_fill(mask, 0) if self.next_functions[0] is not None else None
+        g_self = grad.masked_fill(mask, 0) if self._edges[0] is not None else None
         g_val = None
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             g_val = (grad * mask.to(grad.dtype)).sum()
         return g_self, g_val
 

@@ -127,7 +127,7 @@ class CopyBackwards(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        g_self = grad.new_zeros(grad.shape) if self.next_functions[0] is not None else None
+        g_self = grad.new_zeros(grad.shape) if self._edges[0] is not None else None
         return g_self, grad
 
 
@@ -142,8 +142,8 @@ class CopySlices(Node):
             keep = _wrap(grad._backend.xp.ones(grad._data.shape, dtype=grad._data.dtype),
                          grad._dtype, grad)
             replay(keep)._data[...] = 0
-        g_base = grad * keep if self.next_functions[0] is not None else None
-        g_value = replay(grad) if self.next_functions[1] is not None else None
+        g_base = grad * keep if self._edges[0] is not None else None
+        g_value = replay(grad) if self._edges[1] is not None else None
         return g_base, g_value
 
 

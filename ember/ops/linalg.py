@@ -25,11 +25,11 @@ class MmBackward0(Node):
             b = None if b is None else b.unsqueeze(-1)
             grad = grad.unsqueeze(-1)
         ga = gb = None
-        if self.next_functions[0] is not None:
+        if self._edges[0] is not None:
             ga = grad.matmul(b.mT)
             if a_vec:
                 ga = ga.squeeze(-2)
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             gb = a.mT.matmul(grad)
             if b_vec:
                 gb = gb.squeeze(-1)
@@ -220,12 +220,12 @@ class AddmmBackward0(Node):
         a, b = self.saved_tensors
         beta, alpha = self.beta, self.alpha
         g_input = g_a = g_b = None
-        if self.next_functions[0] is not None:
+        if self._edges[0] is not None:
             g_input = grad if beta == 1 else grad * beta
         scaled = grad if alpha == 1 else grad * alpha
-        if self.next_functions[1] is not None:
+        if self._edges[1] is not None:
             g_a = scaled.matmul(b.mT)
-        if self.next_functions[2] is not None:
+        if self._edges[2] is not None:
             g_b = a.mT.matmul(scaled)
         return g_input, g_a, g_b
 

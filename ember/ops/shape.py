@@ -655,7 +655,7 @@ class CatBackward0(Node):
 
     def backward(self, grad):
         outs, start = [], 0
-        for n, needed in zip(self.sizes, self.next_functions):
+        for n, needed in zip(self.sizes, self._edges):
             if n is None:  # a skipped legacy empty input
                 outs.append(grad.new_zeros(0) if needed is not None else None)
                 continue
