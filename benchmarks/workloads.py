@@ -122,3 +122,17 @@ workload("matmul_1024", "1024x1024 @ 1024x1024 float32 matmul", number=5, quick_
          numpy_baseline=True, target=("numpy", 1.2))(_matmul(1024))
 workload("matmul_2048", "2048x2048 @ 2048x2048 float32 matmul",
          numpy_baseline=True, target=("numpy", 1.2))(_matmul(2048))
+
+
+# Workloads of later areas live in files of their own and register themselves on import.
+def _import_area_workloads():
+    import importlib
+    for area in ("nn", "optim", "data"):
+        try:
+            importlib.import_module(f"workloads_{area}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"workloads_{area}":
+                raise
+
+
+_import_area_workloads()

@@ -69,3 +69,5 @@ def set_default_device(dev):
 def get_default_device():
     from . import _tensor as _t
     return _t._default_device
+
+from . import nn  # noqa: E402,F401
