@@ -152,6 +152,7 @@ class Function(metaclass=_FunctionMeta):
                 result.append(o)
                 out_meta.append(None)
                 continue
+            differentiable = id(o) not in non_diff
             if id(o) in input_ids and id(o) not in dirty:
                 # An input returned unchanged becomes a new alias so it can carry this node.
                 o = o.detach()
@@ -161,7 +162,7 @@ class Function(metaclass=_FunctionMeta):
                                        "in-place operation.")
                 o._bump_version()
             out_meta.append((o._data.shape, o._dtype, o._device))
-            if record and id(o) not in non_diff and (o._dtype.is_floating_point or o._dtype.is_complex):
+            if record and differentiable and (o._dtype.is_floating_point or o._dtype.is_complex):
                 o.grad_fn = ctx
                 o._requires_grad = True
                 o._output_nr = i

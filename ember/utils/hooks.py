@@ -5,21 +5,40 @@ _ids = itertools.count()
 
 
 class RemovableHandle:
-    def __init__(self, hooks_dict):
-        import weakref
-        self.hooks_dict_ref = weakref.ref(hooks_dict) if _weakrefable(hooks_dict) else (lambda: hooks_dict)
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict_ref = _ref(hooks_dict)
         self.id = next(_ids)
+        # Dicts keyed by the same id holding per-hook flags (e.g. with_kwargs); removed together.
+        if extra_dict is None:
+            extra_dict = []
+        elif not isinstance(extra_dict, list):
+            extra_dict = [extra_dict]
+        self.extra_dict_ref = tuple(_ref(d) for d in extra_dict)
 
     def remove(self):
-        hooks = self.hooks_dict_ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            hooks = ref()
+            if hooks is not None:
+                hooks.pop(self.id, None)
+
+    def __getstate__(self):
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state):
+        self.hooks_dict_ref = _ref(state[0] if state[0] is not None else {})
+        self.id = state[1]
+        self.extra_dict_ref = tuple(_ref(d if d is not None else {}) for d in state[2])
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def _ref(obj):
+    import weakref
+    return weakref.ref(obj) if _weakrefable(obj) else (lambda: obj)
 
 
 def _weakrefable(obj):
