@@ -968,3 +968,67 @@ def _maybe_out(res, out):
         return res
     from .inplace import copy_into_out
     return copy_into_out(out, res)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's error for operands that don't broadcast
+# ---------------------------------------------------------------------------------------------
+
+def broadcast_error(shape_a, shape_b):
+    """PyTorch's RuntimeError for two shapes that don't broadcast, naming the first clash from
+    the right (its dimension counted in the broadcast result)."""
+    ndim = max(len(shape_a), len(shape_b))
+    for i in range(1, ndim + 1):
+        a = shape_a[-i] if i <= len(shape_a) else 1
+        b = shape_b[-i] if i <= len(shape_b) else 1
+        if a != b and a != 1 and b != 1:
+            return RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
+                                f"at non-singleton dimension {ndim - i}")
+    return None
+
+
+def _shape_of(x):
+    return tuple(x._data.shape) if isinstance(x, Tensor) else ()
+
+
+def _torch_broadcast_errors(fn):
+    """NumPy reports operands that don't broadcast as a ValueError; PyTorch as a RuntimeError
+    naming the sizes. A try block costs nothing until it fires, so this stays off the hot path."""
+    def op(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            if "broadcast" not in str(exc):
+                raise
+            shapes = [_shape_of(a) for a in args if isinstance(a, Tensor)]
+            error = broadcast_error(shapes[0], shapes[1]) if len(shapes) >= 2 else None
+            if error is None and len(shapes) >= 3:
+                error = broadcast_error(shapes[1], shapes[2])
+            if error is None:
+                raise
+            raise error from None
+    op.__name__ = fn.__name__
+    op.__qualname__ = fn.__qualname__
+    op.__doc__ = fn.__doc__
+    op.__wrapped__ = fn
+    return op
+
+
+def _wrap_broadcasting_ops():
+    names = ["add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "atan2",
+             "hypot", "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge",
+             "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+             "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "where", "lerp",
+             "clamp", "xlogy", "isclose"]
+    module = globals()
+    wrapped = {}
+    for name in names:
+        original = module[name]
+        wrapped[id(original)] = _torch_broadcast_errors(original)
+    # Aliases (multiply = mul, greater = gt, ...) must get the same wrapped function.
+    for name, value in list(module.items()):
+        if callable(value) and id(value) in wrapped:
+            module[name] = wrapped[id(value)]
+
+
+_wrap_broadcasting_ops()
