@@ -71,3 +71,4 @@ def get_default_device():
     return _t._default_device
 
 from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401

@@ -1,0 +1,49 @@
+"""``ember.optim``: optimizers, learning-rate schedulers and weight averaging, as ``torch.optim``.
+
+``SparseAdam`` is not provided: Ember has no sparse tensors for it to update.
+"""
+import importlib
+
+from .optimizer import Optimizer  # noqa: F401
+from .sgd import SGD  # noqa: F401
+from .adam import Adam  # noqa: F401
+from .adamw import AdamW  # noqa: F401
+from .adamax import Adamax  # noqa: F401
+from .nadam import NAdam  # noqa: F401
+from .radam import RAdam  # noqa: F401
+from .rmsprop import RMSprop  # noqa: F401
+from .adagrad import Adagrad  # noqa: F401
+from .adadelta import Adadelta  # noqa: F401
+from .asgd import ASGD  # noqa: F401
+from .rprop import Rprop  # noqa: F401
+from .lbfgs import LBFGS  # noqa: F401
+
+
+def _import_submodule(name):
+    """Import ``ember.optim.<name>`` if that module exists in this build; an ImportError raised
+    inside it is not hidden."""
+    full = f"{__name__}.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        return None
+
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
+           "Adagrad", "Adadelta", "ASGD", "Rprop", "LBFGS"]
+
+for _name in ("lr_scheduler", "swa_utils"):
+    _module = _import_submodule(_name)
+    if _module is not None:
+        globals()[_name] = _module
+        __all__.append(_name)
+del _name, _module
+
+
+def __getattr__(name):
+    if name == "SparseAdam":
+        raise NotImplementedError("ember.optim.SparseAdam is not implemented: Ember has no sparse "
+                                  "tensors. Use ember.optim.Adam with dense gradients instead.")
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

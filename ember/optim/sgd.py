@@ -1,0 +1,49 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+from .optimizer import (Optimizer, array, check_lr, check_not_fused, gradient_for_step, scalar,
+                        state_from)
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
+        check_lr(lr)
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+        check_not_fused(fused)
+
+    def _keeps_state(self, group):
+        return group["momentum"] != 0
+
+    def _init_state(self, group, param, state):
+        # The momentum buffer starts as the first step's gradient, made in _update.
+        pass
+
+    def _update(self, group, param, grad, state):
+        xp = param._backend.xp
+        p = array(param)
+        g = gradient_for_step(xp, p, array(grad), group["maximize"], group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf_tensor = state.get("momentum_buffer")
+            if buf_tensor is None:
+                buf_tensor = state["momentum_buffer"] = state_from(g, grad)
+                buf = array(buf_tensor)
+            else:
+                buf = array(buf_tensor)
+                xp.multiply(buf, momentum, out=buf)
+                xp.add(buf, xp.multiply(g, 1 - group["dampening"]), out=buf)
+            if group["nesterov"]:
+                g = xp.add(g, xp.multiply(buf, momentum))
+            else:
+                g = buf
+        xp.add(p, xp.multiply(g, -scalar(group["lr"])), out=p)
