@@ -1,0 +1,2 @@
+"""Utilities, as ``torch.utils``."""
+from . import data  # noqa: F401
