@@ -371,8 +371,9 @@ class Tensor:
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
-    @classmethod
+    @staticmethod
     def _make_subclass(cls, data, requires_grad=False):
+        """As PyTorch's: a ``cls`` instance sharing ``data``'s memory, as a fresh leaf."""
         out = _as_subclass(data.detach(), cls)
         out._requires_grad = bool(requires_grad)
         return out

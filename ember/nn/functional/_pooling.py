@@ -1,0 +1,324 @@
+"""Pooling: max (``ember.ops.pooling``), average (a convolution with a ones kernel, so every
+gradient order comes from the convolution ops) and adaptive pooling."""
+import math
+
+from ..._tensor import _wrap
+from ...ops import conv as _conv
+from ...ops import pooling as _pool
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+           "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
+           "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d"]
+
+
+def _tuple(value, n, name):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"{name} must either be a single int, or a tuple of {n} ints")
+    return value
+
+
+def _pool_output_size(size, kernel, stride, pad, dilation, ceil_mode):
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    # a last window that would start inside the right padding only is dropped
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_geometry(name, input, n, kernel_size, stride, padding, dilation, ceil_mode):
+    """Checked ``(kernel, stride, padding, dilation, out_shape, pads)`` with pads per-side."""
+    kernel = _tuple(kernel_size, n, f"{name}: kernel_size")
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _tuple(stride, n, f"{name}: stride")
+    padding = _tuple(padding, n, f"{name}: padding")
+    dilation = _tuple(dilation, n, f"{name}: dilation")
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+    spatial = input.shape[2:]
+    out_shape = tuple(_pool_output_size(s, k, st, p, d, ceil_mode) for s, k, st, p, d
+                      in zip(spatial, kernel, stride, padding, dilation))
+    if any(o < 1 for o in out_shape):
+        dims = "x".join(map(str, (input.shape[1],) + tuple(spatial)))
+        outs = "x".join(map(str, (input.shape[1],) + out_shape))
+        raise RuntimeError(f"Given input size: ({dims}). Calculated output size: ({outs}). "
+                           "Output size is too small")
+    pads = tuple((p, max(p, (o - 1) * st + d * (k - 1) + 1 - s - p))
+                 for s, k, st, p, d, o in zip(spatial, kernel, stride, padding, dilation, out_shape))
+    return kernel, stride, padding, dilation, out_shape, pads
+
+
+def _batched(input, n, name, message=None):
+    if input.ndim not in (n + 1, n + 2) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(message or f"non-empty {n + 1}D or {n + 2}D (batch mode) tensor "
+                                      "expected for input")
+    unbatched = input.ndim == n + 1
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def _unbatch(result, unbatched):
+    if isinstance(result, tuple):
+        return tuple(r.squeeze(0) for r in result) if unbatched else result
+    return result.squeeze(0) if unbatched else result
+
+
+def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    name = f"max_pool{n}d"
+    message = (f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+               f"for input, but got:{list(input.shape)}") if n == 1 else None
+    input, unbatched = _batched(input, n, name, message)
+    kernel, stride, _, dilation, out_shape, pads = _pool_geometry(
+        name, input, n, kernel_size, stride, padding, dilation, ceil_mode)
+    values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
+    return _unbatch((values, indices) if return_indices else values, unbatched)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _divisors(xp, spatial, kernel, stride, padding, out_shape, count_include_pad):
+    """Per output position, how many elements PyTorch divides the window sum by."""
+    divisor = xp.ones((), dtype=xp.float64)
+    for size, k, s, p, o in zip(spatial, kernel, stride, padding, out_shape):
+        start = xp.arange(o) * s - p
+        end = xp.minimum(start + k, size + p)
+        count = end - start if count_include_pad else \
+            xp.minimum(end, size) - xp.maximum(start, 0)
+        divisor = divisor[..., None] * count
+    return divisor
+
+
+def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    name = f"avg_pool{n}d"
+    if n == 1 and input.ndim not in (2, 3):
+        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got "
+                           f"{list(input.shape)}")
+    input, unbatched = _batched(input, n, name)
+    kernel, stride, padding, _, out_shape, pads = _pool_geometry(
+        name, input, n, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    batch, channels = input.shape[:2]
+    spatial = tuple(input.shape[2:])
+    planes = input.reshape((batch * channels, 1) + spatial)
+    ones = _wrap(input._backend.xp.ones((1, 1) + kernel, dtype=input._dtype.np), input._dtype,
+                 input)
+    sums = _conv.convolution(planes, ones, None, _conv.conv_params(stride, pads, (1,) * n, 1))
+    sums = sums.reshape((batch, channels) + out_shape)
+    if divisor_override is not None:
+        out = sums / divisor_override
+    else:
+        xp = input._backend.xp
+        divisor = _divisors(xp, spatial, kernel, stride, padding, out_shape, count_include_pad)
+        out = sums / _wrap(xp.asarray(divisor, dtype=input._dtype.np), input._dtype, input)
+    return _unbatch(out, unbatched)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def _adaptive_sizes(input, output_size, n):
+    sizes = _tuple(output_size, n, "output_size")
+    return tuple(input.shape[-n + i] if s is None else s for i, s in enumerate(sizes))
+
+
+def _adaptive_input(name, input, n, colon=""):
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got{colon} "
+                           f"{list(input.shape)}")
+    unbatched = input.ndim == n + 1
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def _averaging_matrix(input, size, out):
+    """``(out, size)`` matrix averaging PyTorch's adaptive window for each output position."""
+    xp = input._backend.xp
+    positions = xp.arange(out)
+    starts = (positions * size) // out
+    ends = -((-(positions + 1) * size) // out)
+    column = xp.arange(size)[None, :]
+    inside = (column >= starts[:, None]) & (column < ends[:, None])
+    matrix = inside / (ends - starts)[:, None]
+    return _wrap(xp.asarray(matrix, dtype=input._dtype.np), input._dtype, input)
+
+
+def apply_along_spatial(input, matrices):
+    """``input`` ``(N, C, *S)`` with ``matrices[i]`` ``(O_i, S_i)`` applied along spatial dim i:
+    a separable linear map as one batched matrix product per dim."""
+    lead = input.shape[:2]
+    x = input
+    for i, matrix in enumerate(matrices):
+        shape = tuple(x.shape[2:])
+        before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
+        x = matrix.matmul(x.reshape(lead + (before, size, after)))
+        x = x.reshape(lead + shape[:i] + (matrix.shape[0],) + shape[i + 1:])
+    return x
+
+
+def _adaptive_avg(n, input, output_size):
+    name = f"adaptive_avg_pool{n}d"
+    input, unbatched = _adaptive_input(name, input, n)
+    sizes = _adaptive_sizes(input, output_size, n)
+    matrices = [_averaging_matrix(input, s, o) for s, o in zip(input.shape[2:], sizes)]
+    return _unbatch(apply_along_spatial(input, matrices), unbatched)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg(1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg(2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg(3, input, output_size)
+
+
+def _adaptive_max(n, input, output_size, return_indices):
+    name = f"adaptive_max_pool{n}d"
+    input, unbatched = _adaptive_input(name, input, n, ":")
+    sizes = _adaptive_sizes(input, output_size, n)
+    result = _pool.adaptive_max_pool_nd(input, sizes)
+    return _unbatch(result if return_indices else result[0], unbatched)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max(3, input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return _adaptive_max(1, input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return _adaptive_max(2, input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    return _adaptive_max(3, input, output_size, True)
+
+
+def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None else _tuple(stride, n, "stride")
+    padding = _tuple(padding, n, "padding")
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input, indices = input.unsqueeze(0), indices.unsqueeze(0)
+    default = tuple((i - 1) * s + k - 2 * p for i, s, k, p
+                    in zip(input.shape[2:], stride, kernel, padding))
+    if output_size is None:
+        out_shape = default
+    else:
+        out_shape = tuple(output_size)[-n:]
+        for dim, (size, d, s) in enumerate(zip(out_shape, default, stride)):
+            if not d - s < size < d + s:
+                raise ValueError(f"invalid output_size \"{list(out_shape)}\" (dim {dim} must be "
+                                 f"between {d - s} and {d + s})")
+    batch, channels = input.shape[:2]
+    plane = math.prod(out_shape)
+    flat_indices = indices.reshape(batch, channels, -1)
+    if flat_indices.numel():
+        largest, smallest = int(flat_indices.max()), int(flat_indices.min())
+        if smallest < 0 or largest >= plane:
+            bad = largest if largest >= plane else smallest
+            raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                               f"{'x'.join(map(str, out_shape))})")
+    out = input.new_zeros((batch, channels, plane))
+    out = out.scatter(2, flat_indices, input.reshape(batch, channels, -1))
+    out = out.reshape((batch, channels) + out_shape)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode):
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    avg = _avg_pool(n, input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
+    return (avg.sign() * avg.abs().relu()).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)

@@ -1,0 +1,322 @@
+"""Resampling: ``interpolate``, ``grid_sample``/``affine_grid``, pixel and channel shuffles.
+
+Every linear interpolation mode (linear, bilinear, trilinear, bicubic, area) is separable, so
+it is one small ``(out, in)`` weight matrix per spatial dim applied by a batched matrix
+product; nearest modes gather with ``index_select``. Both are Ember ops, so gradients (of any
+order) come for free.
+"""
+import math
+import numbers
+
+from ... import _dtype as dt
+from ..._tensor import _wrap
+from ._pooling import apply_along_spatial, adaptive_avg_pool1d, adaptive_avg_pool2d, \
+    adaptive_avg_pool3d
+
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
+           "affine_grid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+           "native_channel_shuffle"]
+
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+_LINEAR_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+_CUBIC_A = -0.75
+
+
+def _compute_dtype(input):
+    """The precision PyTorch computes source coordinates in: float for every float type but
+    double."""
+    return input._dtype.np.type if input._dtype is dt.float64 else dt.float32.np.type
+
+
+def _scale(in_size, out_size, scale_factor, align_corners):
+    """Output-to-input coordinate ratio, as PyTorch's ``area_pixel_compute_scale``."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    if scale_factor is not None and scale_factor > 0:
+        return 1.0 / scale_factor
+    return in_size / out_size
+
+
+def _nearest_index(xp, in_size, out_size, scale_factor, exact):
+    ftype = xp.float32
+    scale = ftype(1.0 / scale_factor if scale_factor else in_size / out_size)
+    positions = xp.arange(out_size, dtype=ftype)
+    if exact:
+        positions = positions + ftype(0.5)
+    if not exact and out_size == in_size:
+        return xp.arange(out_size)
+    index = xp.floor(positions * scale).astype(xp.int64)
+    return xp.minimum(index, in_size - 1)
+
+
+def _linear_matrix(xp, ftype, in_size, out_size, scale_factor, align_corners, cubic):
+    scale = ftype(_scale(in_size, out_size, scale_factor, align_corners))
+    dst = xp.arange(out_size, dtype=ftype)
+    if align_corners:
+        src = dst * scale
+    else:
+        src = (dst + ftype(0.5)) * scale - ftype(0.5)
+        if not cubic:
+            src = xp.maximum(src, ftype(0))
+    base = xp.floor(src)
+    t = src - base
+    base = base.astype(xp.int64)
+    if cubic:
+        a = ftype(_CUBIC_A)
+
+        def near(x):  # |x| <= 1
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+
+        def far(x):  # 1 < |x| < 2
+            return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        taps = [(base - 1, far(t + 1)), (base, near(t)), (base + 1, near(1 - t)),
+                (base + 2, far(2 - t))]
+    else:
+        taps = [(base, 1 - t), (xp.minimum(base + 1, in_size - 1), t)]
+    columns = xp.arange(in_size)[None, :]
+    matrix = xp.zeros((out_size, in_size), dtype=ftype)
+    for index, weight in taps:
+        index = xp.clip(index, 0, in_size - 1)
+        matrix = matrix + (columns == index[:, None]) * weight[:, None]
+    return matrix
+
+
+def _output_sizes(input, size, scale_factor, recompute_scale_factor):
+    dims = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = [size] * dims if isinstance(size, numbers.Integral) else list(size)
+        if len(sizes) != dims:
+            raise ValueError(
+                "Input and output must have the same number of spatial dimensions, but got input "
+                f"with spatial dimensions of {list(input.shape[2:])} and output size of "
+                f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and output "
+                "size in (o1, o2, ...,oK) format.")
+        return [int(s) for s in sizes], [None] * dims
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = [scale_factor] * dims if isinstance(scale_factor, numbers.Real) else list(scale_factor)
+    if len(scales) != dims:
+        raise ValueError(
+            "Input and scale_factor must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+            f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+            "and scale_factor in (s1, s2, ...,sK) format.")
+    sizes = [math.floor(float(n) * s) for n, s in zip(input.shape[2:], scales)]
+    return sizes, ([None] * dims if recompute_scale_factor else [float(s) for s in scales])
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    else:
+        align_corners = bool(align_corners)
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by Ember")
+    known = mode in ("nearest", "nearest-exact", "area") or mode in _LINEAR_RANK
+    if not known or input.ndim not in (3, 4, 5):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.ndim}D) for the modes: {_MODES} (got {mode})")
+    if mode in _LINEAR_RANK and input.ndim != _LINEAR_RANK[mode]:
+        needed = _LINEAR_RANK[mode]
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D "
+                                  "input")
+    sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    xp = input._backend.xp
+    spatial = input.shape[2:]
+    if mode == "area":
+        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}
+        return pool[input.ndim](input, tuple(sizes))
+    if mode in ("nearest", "nearest-exact"):
+        out = input
+        for i, (n, o, s) in enumerate(zip(spatial, sizes, scales)):
+            index = _nearest_index(xp, n, o, s, mode == "nearest-exact")
+            out = out.index_select(2 + i, _wrap(index, dt.int64, input))
+        return out
+    ftype = _compute_dtype(input)
+    matrices = []
+    for n, o, s in zip(spatial, sizes, scales):
+        matrix = _linear_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
+        matrices.append(_wrap(xp.asarray(matrix, dtype=input._dtype.np), input._dtype, input))
+    return apply_along_spatial(input, matrices)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- grid sampling ---------------------------------------------------------------------------
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord, twice_low, twice_high):
+    if twice_low == twice_high:
+        return coord * 0
+    low = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    coord = (coord - low).abs()
+    extra = coord.fmod(span)
+    flips = (coord / span).detach().floor()
+    return (extra + low).where(flips.remainder(2) == 0, span - extra + low)
+
+
+def _source_coordinates(coord, size, padding_mode, align_corners):
+    coord = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        coord = coord.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        if align_corners:
+            coord = _reflect(coord, 0, 2 * (size - 1))
+        else:
+            coord = _reflect(coord, -1, 2 * size - 1)
+        coord = coord.clamp(0, size - 1)
+    return coord
+
+
+def _gather_2d(input, ys, xs):
+    """``input[n, :, ys, xs]`` with zeros where ``(ys, xs)`` lies outside the image."""
+    n, c, h, w = input.shape
+    inside = (ys >= 0) & (ys < h) & (xs >= 0) & (xs < w)
+    flat = ys.clamp(0, h - 1) * w + xs.clamp(0, w - 1)
+    index = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
+    values = input.reshape(n, c, h * w).gather(2, index).reshape((n, c) + tuple(ys.shape[1:]))
+    return values * inside.unsqueeze(1).to(input.dtype)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if input.ndim != 4 or mode == "bicubic":
+        raise NotImplementedError("grid_sample: Ember supports 4-D input with bilinear or "
+                                  "nearest modes only")
+    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, and "
+                           f"the same batch size as input, but got grid with sizes "
+                           f"{list(grid.shape)}")
+    align_corners = bool(align_corners)
+    h, w = input.shape[2:]
+    xs = _source_coordinates(grid[..., 0], w, padding_mode, align_corners)
+    ys = _source_coordinates(grid[..., 1], h, padding_mode, align_corners)
+    if mode == "nearest":
+        out = _gather_2d(input, ys.detach().round().long(), xs.detach().round().long())
+        # PyTorch gives the grid a zero gradient here, not none
+        return out + ((xs + ys) * 0).unsqueeze(1) if grid.requires_grad else out
+    x0 = xs.detach().floor()
+    y0 = ys.detach().floor()
+    wx1, wy1 = xs - x0, ys - y0
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    x0, y0 = x0.long(), y0.long()
+    x1, y1 = x0 + 1, y0 + 1
+    out = 0
+    for yi, xi, weight in ((y0, x0, wy0 * wx0), (y0, x1, wy0 * wx1), (y1, x0, wy1 * wx0),
+                           (y1, x1, wy1 * wx1)):
+        out = out + _gather_2d(input, yi, xi) * weight.unsqueeze(1)
+    return out
+
+
+def _base_coordinates(xp, ftype, size, align_corners):
+    if size <= 1:
+        return xp.zeros(max(size, 0), dtype=ftype)
+    coords = xp.linspace(-1, 1, size, dtype=ftype)
+    return coords if align_corners else coords * ftype((size - 1) / size)
+
+
+def affine_grid(theta, size, align_corners=None):
+    align_corners = bool(align_corners)
+    size = tuple(size)
+    spatial_dims = len(size) - 2
+    if spatial_dims not in (2, 3):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {list(size)}.")
+    expected = (size[0], spatial_dims, spatial_dims + 1)
+    if theta.ndim != 3 or tuple(theta.shape) != expected:
+        raise ValueError(f"Expected a batch of {spatial_dims}D affine matrices of shape Nx"
+                         f"{spatial_dims}x{spatial_dims + 1} for size {list(size)}. Got "
+                         f"{list(theta.shape)}.")
+    xp = theta._backend.xp
+    ftype = theta._dtype.np.type
+    spatial = size[2:]
+    axes = [_base_coordinates(xp, ftype, n, align_corners) for n in spatial]
+    # coordinates are listed x first (the last spatial dim), then a column of ones
+    mesh = xp.meshgrid(*axes, indexing="ij")
+    base = xp.stack([m for m in reversed(mesh)] + [xp.ones(spatial, dtype=ftype)], -1)
+    base = _wrap(base.reshape(1, -1, spatial_dims + 1), theta._dtype, theta)
+    grid = base.matmul(theta.transpose(1, 2))
+    return grid.reshape((size[0],) + tuple(spatial) + (spatial_dims,))
+
+
+# ---- shuffles --------------------------------------------------------------------------------
+
+def pixel_shuffle(input, upscale_factor):
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
+    r = upscale_factor
+    c, h, w = input.shape[-3:]
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    lead = tuple(input.shape[:-3])
+    k = len(lead)
+    x = input.reshape(lead + (c // (r * r), r, r, h, w))
+    x = x.permute(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+    return x.reshape(lead + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    r = downscale_factor
+    c, h, w = input.shape[-3:]
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, "
+                           f"but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, "
+                           f"but input.size(-1)={w} is not divisible by {r}")
+    lead = tuple(input.shape[:-3])
+    k = len(lead)
+    x = input.reshape(lead + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+    return x.reshape(lead + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
+
+
+native_channel_shuffle = channel_shuffle

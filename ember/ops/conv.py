@@ -1,0 +1,338 @@
+"""N-dimensional convolution as im2col on a strided view plus one batched matrix product.
+
+Three ops share one set of parameters (stride, per-side padding, dilation, groups) and are each
+other's derivatives, because all three are the partial derivatives of the same trilinear form
+``T(x, w, g) = <conv(x, w), g>``:
+
+- ``convolution(x, w)``            = dT/dg  (the forward convolution),
+- ``convolution_input_grad(g, w)`` = dT/dx  (the transposed convolution, col2im),
+- ``convolution_weight_grad(x, g)`` = dT/dw.
+
+So each op's backward is written with the other two, and gradients of any order work.
+``unfold``/``fold`` (im2col/col2im without the matrix product) are the same kernels exposed
+as a pair of mutually adjoint ops, plus ``constant_pad_nd`` which the padding layers use.
+"""
+import itertools
+import math
+
+from ._dispatch import Node, needs_grad, record, _wrap
+
+
+# ---- array kernels ---------------------------------------------------------------------------
+
+def conv_output_size(in_size, kernel, stride, pad, dilation):
+    """Output length along one dim for per-side padding ``pad = (lo, hi)``."""
+    return (in_size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _pad_zeros(xp, data, pads):
+    if not any(lo or hi for lo, hi in pads):
+        return data
+    return xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
+
+
+def _windows(xp, padded, kernel, stride, dilation, out_shape):
+    """Strided view ``(C, *kernel, N, *out)`` of a padded ``(N, C, *spatial)`` array: no copy."""
+    strides = padded.strides
+    spatial = strides[2:]
+    return xp.lib.stride_tricks.as_strided(
+        padded, shape=(padded.shape[1],) + tuple(kernel) + (padded.shape[0],) + tuple(out_shape),
+        strides=(strides[1],) + tuple(s * d for s, d in zip(spatial, dilation)) + (strides[0],)
+        + tuple(s * st for s, st in zip(spatial, stride)), writeable=False)
+
+
+def im2col(xp, data, kernel, stride, pads, dilation, out_shape=None):
+    """Columns ``(C * prod(kernel), N * prod(out))`` of an ``(N, C, *S)`` array (a contiguous
+    copy), and the output shape. Channels first and the batch inside the columns, so a whole
+    convolution is one matrix product per group (a few large BLAS calls beat many small ones)."""
+    padded = _pad_zeros(xp, data, pads)
+    if out_shape is None:
+        out_shape = tuple(conv_output_size(n, k, s, p, d) for n, k, s, p, d
+                          in zip(data.shape[2:], kernel, stride, pads, dilation))
+    view = _windows(xp, padded, kernel, stride, dilation, out_shape)
+    return (view.reshape(data.shape[1] * math.prod(kernel), data.shape[0] * math.prod(out_shape)),
+            out_shape)
+
+
+def col2im(xp, cols, batch, spatial, kernel, stride, pads, dilation, out_shape=None):
+    """Adjoint of ``im2col``: columns ``(C * prod(kernel), N * prod(out))`` summed back into an
+    ``(N, C, *spatial)`` array, one strided add per kernel offset. ``out_shape`` defaults to
+    the whole output a convolution of ``spatial`` has; a transposed convolution's
+    ``output_padding`` makes ``spatial`` larger than its columns cover."""
+    if out_shape is None:
+        out_shape = tuple(conv_output_size(s, k, st, p, d) for s, k, st, p, d
+                          in zip(spatial, kernel, stride, pads, dilation))
+    channels = cols.shape[0] // math.prod(kernel)
+    cols = cols.reshape((channels,) + tuple(kernel) + (batch,) + out_shape)
+    padded_shape = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+    buffer = xp.zeros((channels, batch) + padded_shape, dtype=cols.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        region = tuple(slice(o * d, o * d + st * (m - 1) + 1, st)
+                       for o, d, st, m in zip(offset, dilation, stride, out_shape))
+        buffer[(slice(None), slice(None)) + region] += cols[(slice(None),) + offset]
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pads))
+    return xp.ascontiguousarray(xp.swapaxes(buffer[(slice(None), slice(None)) + crop], 0, 1))
+
+
+def _batch_last(xp, data, groups):
+    """``(N, C, *S)`` as ``(groups, C / groups, N * prod(S))``."""
+    n, c = data.shape[:2]
+    size = math.prod(data.shape[2:])
+    return xp.ascontiguousarray(xp.swapaxes(data.reshape(n, c, size), 0, 1)).reshape(
+        groups, c // groups, n * size)
+
+
+def _batch_first(xp, data, batch, spatial):
+    """``(C, N * prod(S))`` as ``(N, C, *S)``."""
+    channels = data.shape[0]
+    data = data.reshape(channels, batch, math.prod(spatial))
+    return xp.ascontiguousarray(xp.swapaxes(data, 0, 1)).reshape((batch, channels) + tuple(spatial))
+
+
+class _Params:
+    """Convolution geometry shared by the three ops (and their nodes)."""
+    __slots__ = ("stride", "pads", "dilation", "groups")
+
+    def __init__(self, stride, pads, dilation, groups):
+        self.stride, self.pads, self.dilation, self.groups = stride, pads, dilation, groups
+
+
+def _grouped_matmul(backend, a, b):
+    """``a @ b`` over a leading groups axis; one group goes through the plain 2-D product,
+    which NumPy hands to BLAS more directly than a stack of one matrix."""
+    if a.shape[0] == 1:
+        return backend.matmul(a[0], b[0])[None]
+    return backend.matmul(a, b)
+
+
+def _conv_arrays(backend, x, w, bias, p, cols=None, out_shape=None):
+    xp = backend.xp
+    kernel = w.shape[2:]
+    if cols is None:
+        cols, out_shape = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, out_shape)
+    else:
+        out_shape = tuple(conv_output_size(n, k, s, pd, d) for n, k, s, pd, d
+                          in zip(x.shape[2:], kernel, p.stride, p.pads, p.dilation))
+    g = p.groups
+    wmat = w.reshape(g, w.shape[0] // g, -1)
+    columns = cols.shape[1]
+    y = _grouped_matmul(backend, wmat, cols.reshape(g, wmat.shape[2], columns))
+    y = y.reshape(w.shape[0], columns)
+    if bias is not None:
+        y += bias[:, None]
+    return _batch_first(xp, y, x.shape[0], out_shape), cols
+
+
+def _input_grad_arrays(backend, g, w, spatial, p):
+    xp = backend.xp
+    groups = p.groups
+    reach = [d * (k - 1) for d, k in zip(p.dilation, w.shape[2:])]
+    exact = all(n == m + r - lo - hi for n, m, r, (lo, hi)
+                in zip(spatial, g.shape[2:], reach, p.pads))  # no output_padding
+    # columns of the gradient (flipped-kernel path) vs columns of the input (col2im path)
+    smaller = w.shape[0] * math.prod(spatial) <= groups * w.shape[1] * math.prod(g.shape[2:])
+    if exact and smaller and all(s == 1 for s in p.stride) and all(
+            lo <= r and hi <= r for (lo, hi), r in zip(p.pads, reach)):
+        # With stride 1 the transposed convolution is an ordinary one over the gradient, with
+        # the kernel flipped and its channel axes swapped per group: one im2col and one matrix
+        # product, instead of a product K times the input's size scattered back by col2im.
+        out_group = w.shape[0] // groups
+        flipped = w[(slice(None), slice(None)) + (slice(None, None, -1),) * (w.ndim - 2)]
+        flipped = flipped.reshape((groups, out_group) + w.shape[1:])
+        adjoint = xp.ascontiguousarray(xp.swapaxes(flipped, 1, 2)).reshape(
+            (groups * w.shape[1], out_group) + w.shape[2:])
+        pads = tuple((r - lo, r - hi) for (lo, hi), r in zip(p.pads, reach))
+        return _conv_arrays(backend, g, adjoint, None,
+                            _Params(p.stride, pads, p.dilation, groups))[0]
+    wmat = w.reshape(groups, w.shape[0] // groups, -1)
+    cols = _grouped_matmul(backend, xp.ascontiguousarray(xp.swapaxes(wmat, 1, 2)),
+                           _batch_last(xp, g, groups))
+    return col2im(xp, cols.reshape(cols.shape[0] * cols.shape[1], cols.shape[2]), g.shape[0],
+                  spatial, w.shape[2:], p.stride, p.pads, p.dilation, g.shape[2:])
+
+
+def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
+    xp = backend.xp
+    if cols is None:
+        cols, _ = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, g.shape[2:])
+    groups = p.groups
+    cols = cols.reshape(groups, cols.shape[0] // groups, cols.shape[1])
+    gw = _grouped_matmul(backend, _batch_last(xp, g, groups), xp.swapaxes(cols, 1, 2))
+    return gw.reshape((g.shape[1], x.shape[1] // groups) + tuple(kernel))
+
+
+# ---- the three ops ---------------------------------------------------------------------------
+
+class ConvolutionBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, w = self.saved_tensors
+        p = self.params
+        gx = gw = gb = None
+        if self._edges[0] is not None:
+            gx = convolution_input_grad(grad, w, x.shape[2:], p)
+        if self._edges[1] is not None:
+            gw = convolution_weight_grad(x, grad, w.shape[2:], p, self.__dict__.get("cols"))
+        if len(self._edges) == 2:
+            return gx, gw
+        if self._edges[2] is not None:
+            gb = grad.sum((0,) + tuple(range(2, grad.ndim)))
+        return gx, gw, gb
+
+    def release(self):
+        super().release()
+        self.__dict__.pop("cols", None)
+
+
+def convolution(input, weight, bias, params, out_shape=None):
+    """``input`` ``(N, C, *S)`` convolved with ``weight`` ``(O, C/groups, *K)`` (cross-correlation,
+    as PyTorch), plus ``bias`` ``(O,)`` or None. Arguments are checked by ``nn.functional``.
+    ``out_shape`` keeps only the leading outputs (the adjoint of ``output_padding``)."""
+    backend = input._backend
+    y, cols = _conv_arrays(backend, input._data, weight._data,
+                           None if bias is None else bias._data, params, out_shape=out_shape)
+    res = _wrap(y, input._dtype, input)
+    if needs_grad(input, weight, bias):
+        inputs = (input, weight) if bias is None else (input, weight, bias)
+        attrs = {"params": params}
+        # The columns cost K times the input's memory but save the weight gradient a second
+        # im2col pass; released with the node's saved tensors after backward.
+        if weight._requires_grad:
+            attrs["cols"] = cols
+        record(ConvolutionBackward0, inputs, res, save=(input, weight), **attrs)
+    return res
+
+
+class ConvolutionInputGradBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        g, w = self.saved_tensors
+        p = self.params
+        dg = (convolution(grad, w, None, p, tuple(g.shape[2:]))
+              if self._edges[0] is not None else None)
+        dw = (convolution_weight_grad(grad, g, w.shape[2:], p)
+              if self._edges[1] is not None else None)
+        return dg, dw
+
+
+def convolution_input_grad(grad, weight, spatial, params):
+    """The transposed convolution: the gradient of ``convolution`` with respect to an input of
+    spatial shape ``spatial``, given the output gradient ``grad``."""
+    data = _input_grad_arrays(grad._backend, grad._data, weight._data, tuple(spatial), params)
+    res = _wrap(data, grad._dtype, grad)
+    if needs_grad(grad, weight):
+        record(ConvolutionInputGradBackward0, (grad, weight), res, save=(grad, weight),
+               params=params)
+    return res
+
+
+class ConvolutionWeightGradBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, g = self.saved_tensors
+        p = self.params
+        dx = (convolution_input_grad(g, grad, x.shape[2:], p)
+              if self._edges[0] is not None else None)
+        dg = (convolution(x, grad, None, p, tuple(g.shape[2:]))
+              if self._edges[1] is not None else None)
+        return dx, dg
+
+
+def convolution_weight_grad(input, grad, kernel, params, cols=None):
+    """The gradient of ``convolution`` with respect to its weight (kernel shape ``kernel``)."""
+    data = _weight_grad_arrays(input._backend, input._data, grad._data, tuple(kernel), params,
+                               cols)
+    res = _wrap(data, grad._dtype, grad)
+    if needs_grad(input, grad):
+        record(ConvolutionWeightGradBackward0, (input, grad), res, save=(input, grad),
+               params=params)
+    return res
+
+
+def conv_params(stride, pads, dilation, groups):
+    return _Params(tuple(stride), tuple(tuple(p) for p in pads), tuple(dilation), groups)
+
+
+# ---- unfold / fold ---------------------------------------------------------------------------
+
+class Im2ColBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return col2im_op(grad, self.spatial, self.kernel, self.stride, self.pads, self.dilation)
+
+
+def im2col_op(input, kernel, stride, pads, dilation):
+    """``F.unfold`` on an ``(N, C, *S)`` tensor: ``(N, C * prod(kernel), L)``."""
+    xp = input._backend.xp
+    cols, out_shape = im2col(xp, input._data, kernel, stride, pads, dilation)
+    batch = input.shape[0]
+    cols = xp.ascontiguousarray(xp.swapaxes(
+        cols.reshape(cols.shape[0], batch, math.prod(out_shape)), 0, 1))
+    res = _wrap(cols, input._dtype, input)
+    if needs_grad(input):
+        record(Im2ColBackward0, (input,), res, spatial=tuple(input.shape[2:]), kernel=kernel,
+               stride=stride, pads=pads, dilation=dilation)
+    return res
+
+
+class Col2ImBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return im2col_op(grad, self.kernel, self.stride, self.pads, self.dilation)
+
+
+def col2im_op(input, spatial, kernel, stride, pads, dilation):
+    """``F.fold`` on an ``(N, C * prod(kernel), L)`` tensor: ``(N, C, *spatial)``."""
+    xp = input._backend.xp
+    batch, rows = input.shape[:2]
+    cols = xp.swapaxes(input._data, 0, 1).reshape(rows, batch * input.shape[2])
+    data = col2im(xp, cols, batch, tuple(spatial), kernel, stride, pads, dilation)
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input):
+        record(Col2ImBackward0, (input,), res, kernel=kernel, stride=stride, pads=pads,
+               dilation=dilation)
+    return res
+
+
+# ---- constant padding ------------------------------------------------------------------------
+
+class ConstantPadNdBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return constant_pad_nd(grad, tuple((-lo, -hi) for lo, hi in self.pads), 0)
+
+
+def constant_pad_nd(input, pads, value):
+    """``input`` with its last ``len(pads)`` dims padded by ``value``; ``pads`` is per-dim
+    ``(before, after)`` from the first padded dim on, and a negative width crops."""
+    xp = input._backend.xp
+    data = input._data
+    lead = data.ndim - len(pads)
+    out_shape = data.shape[:lead] + tuple(n + lo + hi for n, (lo, hi) in zip(data.shape[lead:], pads))
+    for size in out_shape[lead:]:
+        if size < 0:
+            raise RuntimeError(f"The input size {list(data.shape)}, plus negative padding "
+                               f"{[p for pad in reversed(pads) for p in pad]} resulted in a "
+                               "negative output size, which is invalid. Check dimension "
+                               f"{out_shape.index(size)} of your input.")
+    out = xp.full(out_shape, value, dtype=data.dtype)
+    source = (slice(None),) * lead + tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                                           for n, (lo, hi) in zip(data.shape[lead:], pads))
+    target = (slice(None),) * lead + tuple(slice(max(lo, 0), max(lo, 0) + n - max(-lo, 0) -
+                                                 max(-hi, 0))
+                                           for n, (lo, hi) in zip(data.shape[lead:], pads))
+    if all(s > 0 for s in out_shape[lead:]):
+        out[target] = data[source]
+    res = _wrap(out, input._dtype, input)
+    if needs_grad(input):
+        record(ConstantPadNdBackward0, (input,), res, pads=tuple(pads))
+    return res
+
+
+__all__ = []
