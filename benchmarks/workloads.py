@@ -127,7 +127,7 @@ workload("matmul_2048", "2048x2048 @ 2048x2048 float32 matmul",
 # Workloads of later areas live in files of their own and register themselves on import.
 def _import_area_workloads():
     import importlib
-    for area in ("nn", "optim", "data"):
+    for area in ("nn", "nn_mlp", "optim", "data"):
         try:
             importlib.import_module(f"workloads_{area}")
         except ModuleNotFoundError as exc:

@@ -8,6 +8,8 @@ from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
 from .inplace import copy_, fill_, zero_, inplace
 from . import elementwise, reduce, shape, indexing, linalg, creation, inplace as _inplace_mod
 from .._tensor import Tensor
@@ -49,6 +51,8 @@ _METHODS = [
     "bernoulli", "multinomial",
     "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
     "cauchy_", "copy_", "fill_", "zero_",
+    # activations
+    "relu",
 ]
 for _name in _METHODS:
     setattr(Tensor, _name, globals()[_name])
@@ -94,7 +98,7 @@ _INPLACE = [
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "masked_fill", "scatter", "scatter_add", "index_add",
     "tril", "triu", "cumsum", "cumprod", "eq", "ne", "lt", "le", "gt", "ge", "negative",
-    "multiply", "subtract", "divide", "xlogy",
+    "multiply", "subtract", "divide", "xlogy", "relu",
     *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
 ]
 for _name in _INPLACE:

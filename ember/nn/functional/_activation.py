@@ -1,0 +1,197 @@
+"""Activation functions, as ``torch.nn.functional``.
+
+The common ones are single ops with their own backward (``ember/ops/activation.py``); the rest
+are short compositions of differentiable ops. ``inplace=True`` writes the result into ``input``
+through Ember's in-place machinery, so autograd's version checks apply as in PyTorch.
+"""
+import ember
+from ...ops import activation as _ops
+from ...ops.inplace import inplace as _inplace
+
+__all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", "hardswish",
+           "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu",
+           "leaky_relu_", "prelu", "rrelu", "rrelu_", "glu", "gelu", "logsigmoid", "hardshrink",
+           "tanhshrink", "softsign", "softplus", "softmin", "softmax", "log_softmax",
+           "softshrink", "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "gumbel_softmax"]
+
+
+def _apply(op, input, inplace, *args):
+    return _inplace(input, op, *args) if inplace else op(input, *args)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _apply(_ops.threshold, input, inplace, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    return _inplace(input, _ops.threshold, threshold, value)
+
+
+def relu(input, inplace=False):
+    return _apply(_ops.relu, input, inplace)
+
+
+def relu_(input):
+    return _inplace(input, _ops.relu)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _apply(_ops.hardtanh, input, inplace, min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _inplace(input, _ops.hardtanh, min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    return _apply(_ops.relu6, input, inplace)
+
+
+def hardswish(input, inplace=False):
+    return _apply(_ops.hardswish, input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _apply(_ops.hardsigmoid, input, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _apply(_ops.elu, input, inplace, alpha)
+
+
+def elu_(input, alpha=1.0):
+    return _inplace(input, _ops.elu, alpha)
+
+
+def selu(input, inplace=False):
+    return _apply(_ops.selu, input, inplace)
+
+
+def selu_(input):
+    return _inplace(input, _ops.selu)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _apply(_ops.celu, input, inplace, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return _inplace(input, _ops.celu, alpha)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _apply(_ops.leaky_relu, input, inplace, negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _inplace(input, _ops.leaky_relu, negative_slope)
+
+
+def silu(input, inplace=False):
+    return _apply(_ops.silu, input, inplace)
+
+
+def mish(input, inplace=False):
+    return _apply(_ops.mish, input, inplace)
+
+
+def gelu(input, approximate="none"):
+    return _ops.gelu(input, approximate)
+
+
+def logsigmoid(input):
+    return _ops.logsigmoid(input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _ops.softplus(input, beta, threshold)
+
+
+def prelu(input, weight):
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim else 1
+        if weight.numel() != channels:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((-1,) + (1,) * (input.ndim - 2))
+    return ember.where(input > 0, input, input * weight)
+
+
+def _rrelu(input, lower, upper, training):
+    if not training:
+        return _ops.leaky_relu(input, (lower + upper) / 2)
+    slopes = ember.empty_like(input).uniform_(lower, upper)
+    return ember.where(input >= 0, input, input * slopes)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    return _apply(_rrelu, input, inplace, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _inplace(input, _rrelu, lower, upper, training)
+
+
+def glu(input, dim=-1):
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim + input.ndim if dim < 0 else dim
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    first, second = input.chunk(2, d)
+    return first * second.sigmoid()
+
+
+def hardshrink(input, lambd=0.5):
+    return input.masked_fill(input.abs() <= lambd, 0)
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype "
+                           f"{ember.ops._dispatch.dtype_name(input.dtype)}, but found {lambd:g}")
+    return input - input.clamp(-lambd, lambd)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return ember.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return ember.log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return ember.softmax(-input, dim)
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    # Straight-through: the hard sample forward, the soft sample's gradient backward.
+    return one_hot - soft.detach() + soft

@@ -1,0 +1,35 @@
+"""Distances between vectors, as ``torch.nn.functional``."""
+import ember
+from ... import _dtype as dt
+from ...ops._dispatch import _wrap
+
+__all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dimension (``eps`` keeps the norm's
+    gradient finite when the vectors are equal)."""
+    dim = max(x1.ndim, x2.ndim) - 1
+    if dim < 0:
+        return (x1 - x2 + eps).abs()
+    return (x1 - x2 + eps).norm(p, dim, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    x1, x2 = ember.broadcast_tensors(x1, x2)
+    # Each vector is scaled to unit length before the dot product, which keeps the result
+    # within [-1, 1] in floating point; a norm below eps is taken as eps.
+    unit1 = x1 / x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    unit2 = x2 / x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return (unit1 * unit2).sum(dim)
+
+
+def pdist(input, p=2):
+    """Distances between every pair of rows ``i < j`` of a 2-D input, in row-major order."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    rows = input.shape[0]
+    first, second = input._backend.xp.triu_indices(rows, 1)
+    first = _wrap(first.astype(dt.int64.np), dt.int64, input)
+    second = _wrap(second.astype(dt.int64.np), dt.int64, input)
+    return (input.index_select(0, first) - input.index_select(0, second)).norm(p, 1)

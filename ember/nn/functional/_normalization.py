@@ -1,0 +1,188 @@
+"""Normalisation layers' functional forms, as ``torch.nn.functional``.
+
+``batch_norm`` (training), ``layer_norm`` and ``instance_norm`` run the fused
+``ember.ops.normalize_affine`` op; the rest compose differentiable ops. Running statistics are
+updated in place without recording gradients, as PyTorch's kernels do.
+"""
+import ember
+from ...ops.normalization import normalize_affine
+
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
+           "local_response_norm", "normalize"]
+
+
+def _per_channel_view(ndim):
+    return lambda n: (1, n) + (1,) * (ndim - 2)
+
+
+def _check_stat_size(name, t, channels):
+    if t is not None and t.numel() != channels:
+        raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+
+def _update_running_stats(running_mean, running_var, mean, invstd, eps, count, momentum):
+    """Blend this batch's mean and unbiased variance into the running estimates."""
+    with ember.no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.reshape(running_mean.shape) * momentum)
+        if running_var is not None:
+            var = (invstd.pow(-2) - eps) * (count / max(count - 1, 1))
+            running_var.mul_(1 - momentum).add_(var.reshape(running_var.shape) * momentum)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    channels = input.shape[1] if input.ndim > 1 else 1
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_stat_size(name, t, channels)
+    if input.ndim < 2:
+        raise ValueError(f"Expected 2D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // channels
+        if count == 1:
+            raise ValueError("Expected more than 1 value per channel when training, got input "
+                             f"size {_size_repr(input)}")
+        axes = (0,) + tuple(range(2, input.ndim))
+        out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps)
+        _update_running_stats(running_mean, running_var, mean, invstd, eps, count, momentum)
+        return out
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    # Evaluation is an affine map per channel: one multiply and one add over the input.
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(view) + shift.reshape(view)
+
+
+def _size_repr(t):
+    return "ember.Size([" + ", ".join(str(s) for s in t.shape) + "])"
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    channels = input.shape[1]
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    spatial = input.numel() // max(input.shape[0] * channels, 1)
+    if spatial == 1:
+        raise ValueError("Expected more than 1 spatial element when training, got input size "
+                         f"{_size_repr(input)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        _check_stat_size(name, t, channels)
+    axes = tuple(range(2, input.ndim))
+    out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps)
+    if running_mean is not None or running_var is not None:
+        # Each instance's statistics, averaged over the batch.
+        with ember.no_grad():
+            var = (invstd.pow(-2) - eps) * (spatial / max(spatial - 1, 1))
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.mean(0).reshape(-1) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.mean(0).reshape(-1) * momentum)
+    return out
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
+def _check_normalized_shape(input, shape, separator=", "):
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        listed = ", ".join(str(s) for s in shape)
+        raise RuntimeError(f"Given normalized_shape=[{listed}], expected input with shape "
+                           f"[*{separator}{listed}], but got input of size"
+                           + "[" + ", ".join(str(s) for s in input.shape) + "]")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = _normalized_shape(normalized_shape)
+    _check_normalized_shape(input, shape)
+    for t in (weight, bias):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but "
+                               f"got weight of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(shape)}")
+    lead = input.ndim - len(shape)
+    out, _, _ = normalize_affine(input, weight, bias, tuple(range(lead, input.ndim)),
+                                 (1,) * lead + shape, eps)
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    batch, channels = input.shape[0], input.shape[1]
+    if channels % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    grouped = input.reshape(batch, num_groups, -1)
+    out, _, _ = normalize_affine(grouped, None, None, (2,), (1, 1, 1), eps)
+    out = out.reshape(input.shape)
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    shape = _normalized_shape(normalized_shape)
+    _check_normalized_shape(input, shape, separator="")  # PyTorch's rms_norm message has no comma
+    if eps is None:
+        eps = _MACHINE_EPSILON[input.dtype]
+    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+_MACHINE_EPSILON = {ember.float16: 0.0009765625, ember.bfloat16: 0.0078125,
+        ember.float32: 1.1920928955078125e-07, ember.float64: 2.220446049250313e-16}
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Each channel divided by ``(k + alpha * mean of squares over the size neighbouring
+    channels) ** beta``; the window is zero-padded at the channel edges."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input "
+                         f"(got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    squares = input * input
+    pad_shape = list(squares.shape)
+    pad_before, pad_after = size // 2, (size - 1) // 2
+    pad_shape[1] = 1 + pad_before
+    parts = [ember.zeros(pad_shape, dtype=input.dtype, device=input.device), squares]
+    if pad_after:
+        pad_shape[1] = pad_after
+        parts.append(ember.zeros(pad_shape, dtype=input.dtype, device=input.device))
+    # Window sums as differences of a running sum (the leading zero makes the first one work).
+    running = ember.cat(parts, 1).cumsum(1)
+    channels = input.shape[1]
+    window = running.narrow(1, size, channels) - running.narrow(1, 0, channels)
+    return input / (window * (alpha / size) + k).pow(beta)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    norm = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    result = input / norm
+    if out is not None:
+        return out.copy_(result)
+    return result
+

@@ -1,0 +1,310 @@
+"""Point-wise activation functions with their own backward nodes.
+
+These run in every layer of every network, so each is one array expression forward and one
+node backward instead of a chain of generic ops. The backward formulas are Ember ops, so they
+are differentiable again. Inputs that would overflow an unselected branch (``exp`` of a large
+positive number in ``elu``) are clamped first: a ``where`` gradient of ``0 * inf`` is NaN.
+"""
+import math
+
+from .. import _dtype as dt
+from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
+from .elementwise import _sigmoid, where
+from .inplace import inplace
+
+# Only the ones PyTorch also exposes as ``torch.<name>``; nn.functional imports the rest.
+__all__ = ["relu", "relu_", "threshold", "threshold_", "selu", "selu_", "celu", "celu_"]
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _float_input(input, kernel):
+    """``input``'s array in the precision it is computed in (float32 for half types)."""
+    d = input._dtype
+    if d._kind < 2:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(d)}'")
+    x = input._data
+    return x.astype(dt.float32.np) if d._rank == 0 else x
+
+
+def _result(input, data):
+    d = input._dtype
+    return _wrap(data if data.dtype == d.np else data.astype(d.np), d, input)
+
+
+def _zero_where(mask, grad):
+    # Exactly zero where masked, even for a NaN or infinite ``grad`` (``grad * mask`` would
+    # give NaN there), as PyTorch's backward kernels do.
+    return where(mask, 0.0, grad)
+
+
+# ---- relu / threshold / hardtanh --------------------------------------------------------------
+
+class ReluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (y,) = self.saved_tensors
+        return where(y > 0, grad, 0.0)
+
+
+def relu(input):
+    if input._dtype is dt.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    x = input._data
+    res = _wrap(input._backend.xp.maximum(x, x.dtype.type(0)), input._dtype, input)
+    if needs_grad(input):
+        record(ReluBackward0, (input,), res, save_out=True)
+    return res
+
+
+class ThresholdBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return _zero_where(x <= self.threshold, grad)
+
+
+def threshold(input, threshold, value):
+    xp = input._backend.xp
+    x = input._data
+    data = xp.where(x > threshold, x, xp.asarray(value, dtype=x.dtype))
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input):
+        record(ThresholdBackward0, (input,), res, save=(input,), threshold=threshold)
+    return res
+
+
+class HardtanhBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return _zero_where((x <= self.min_val) | (x >= self.max_val), grad)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    data = input._backend.xp.clip(input._data, min_val, max_val).astype(input._dtype.np, copy=False)
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input):
+        record(HardtanhBackward0, (input,), res, save=(input,), min_val=min_val, max_val=max_val)
+    return res
+
+
+def relu6(input):
+    return hardtanh(input, 0.0, 6.0)
+
+
+class LeakyReluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return where(x > 0, grad, grad * self.negative_slope)
+
+
+def leaky_relu(input, negative_slope=0.01):
+    x = _float_input(input, "leaky_relu_cpu")
+    data = input._backend.xp.where(x > 0, x, x * negative_slope)
+    res = _result(input, data)
+    if needs_grad(input):
+        record(LeakyReluBackward0, (input,), res, save=(input,), negative_slope=negative_slope)
+    return res
+
+
+# ---- exponential family -------------------------------------------------------------------------
+
+class EluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        negative = (x.clamp(max=0) * self.input_scale).exp() * (self.alpha * self.scale
+                                                                 * self.input_scale)
+        return grad * where(x > 0, self.scale, negative)
+
+
+def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    x = _float_input(input, "elu_cpu")
+    xp = input._backend.xp
+    negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+    res = _result(input, xp.where(x > 0, x * scale, negative))
+    if needs_grad(input):
+        record(EluBackward0, (input,), res, save=(input,), alpha=alpha, scale=scale,
+               input_scale=input_scale)
+    return res
+
+
+def selu(input):
+    return elu(input, _SELU_ALPHA, _SELU_SCALE)
+
+
+def celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return elu(input, alpha, 1.0, 1.0 / alpha)
+
+
+class SoftplusBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        scaled = x * self.beta
+        return where(scaled > self.threshold, grad, grad * scaled.sigmoid())
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    x = _float_input(input, "softplus_cpu")
+    xp = input._backend.xp
+    scaled = x * beta
+    # log1p(exp(z)) overflows for large z; above ``threshold`` softplus is the identity anyway.
+    smooth = xp.log1p(xp.exp(xp.minimum(scaled, threshold))) / beta
+    res = _result(input, xp.where(scaled > threshold, x, smooth))
+    if needs_grad(input):
+        record(SoftplusBackward0, (input,), res, save=(input,), beta=beta, threshold=threshold)
+    return res
+
+
+class LogSigmoidBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return grad * (-x).sigmoid()
+
+
+def logsigmoid(input):
+    x = _float_input(input, "log_sigmoid_cpu")
+    xp = input._backend.xp
+    # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for every x.
+    res = _result(input, xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))))
+    if needs_grad(input):
+        record(LogSigmoidBackward0, (input,), res, save=(input,))
+    return res
+
+
+# ---- smooth gates ---------------------------------------------------------------------------
+
+class GeluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        if self.approximate == "tanh":
+            inner = (x + x * x * x * _GELU_CUBIC) * _SQRT_2_OVER_PI
+            t = inner.tanh()
+            d_inner = (x * x * (3 * _GELU_CUBIC) + 1) * _SQRT_2_OVER_PI
+            return grad * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * d_inner)
+        cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+        return grad * (cdf + x * pdf)
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    x = _float_input(input, "GeluKernelImpl")
+    backend = input._backend
+    xp = backend.xp
+    if approximate == "tanh":
+        data = x * 0.5 * (1 + xp.tanh((x + _GELU_CUBIC * x * x * x) * _SQRT_2_OVER_PI))
+    else:
+        data = x * 0.5 * (1 + backend.erf(x * _SQRT_HALF))
+    res = _result(input, data)
+    if needs_grad(input):
+        record(GeluBackward0, (input,), res, save=(input,), approximate=approximate)
+    return res
+
+
+class SiluBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        s = x.sigmoid()
+        return grad * s * (x * (1 - s) + 1)
+
+
+def silu(input):
+    x = _float_input(input, "silu_cpu")
+    res = _result(input, x * _sigmoid(input._backend.xp, x))
+    if needs_grad(input):
+        record(SiluBackward0, (input,), res, save=(input,))
+    return res
+
+
+class MishBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        t = softplus(x).tanh()
+        return grad * (t + x * x.sigmoid() * (1 - t * t))
+
+
+def mish(input):
+    x = _float_input(input, "mish_cpu")
+    xp = input._backend.xp
+    softplus_x = xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+    res = _result(input, x * xp.tanh(softplus_x))
+    if needs_grad(input):
+        record(MishBackward0, (input,), res, save=(input,))
+    return res
+
+
+class HardsigmoidBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return _zero_where((x <= -3) | (x >= 3), grad / 6)
+
+
+def hardsigmoid(input):
+    x = _float_input(input, "hardsigmoid_cpu")
+    res = _result(input, input._backend.xp.clip(x / 6 + 0.5, 0, 1))
+    if needs_grad(input):
+        record(HardsigmoidBackward0, (input,), res, save=(input,))
+    return res
+
+
+class HardswishBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        middle = grad * (x / 3 + 0.5)
+        return _zero_where(x < -3, where(x <= 3, middle, grad))
+
+
+def hardswish(input):
+    x = _float_input(input, "hardswish_cpu")
+    res = _result(input, x * input._backend.xp.clip(x + 3, 0, 6) / 6)
+    if needs_grad(input):
+        record(HardswishBackward0, (input,), res, save=(input,))
+    return res
+
+
+def relu_(input):
+    return inplace(input, relu)
+
+
+def threshold_(input, threshold_value, value):
+    return inplace(input, threshold, threshold_value, value)
+
+
+def selu_(input):
+    return inplace(input, selu)
+
+
+def celu_(input, alpha=1.0):
+    return inplace(input, celu, alpha)

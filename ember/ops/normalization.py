@@ -1,0 +1,74 @@
+"""Normalisation over some axes (batch norm, layer norm) as one op with an analytic backward.
+
+``normalize_affine`` computes ``(x - mean) / sqrt(var + eps) * weight + bias`` with the
+statistics taken over ``axes``. Composed from generic ops its backward would run a dozen
+nodes; here it is one node using the closed form
+
+    dx = invstd * (g - mean(g) - xhat * mean(g * xhat)),   g = grad * weight
+
+The statistics the forward computed are reused when the backward is not itself recorded. Under
+``create_graph`` they are recomputed from the saved input with Ember ops, so the mean's and
+variance's dependence on ``x`` reaches higher-order gradients too.
+"""
+from .. import _dtype as dt
+from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
+from ..autograd.grad_mode import _state as _grad_state
+
+__all__ = ["normalize_affine"]
+
+
+class NativeNormBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, weight = self.saved_tensors
+        axes, param_view, param_axes = self.axes, self.param_view, self.param_axes
+        if _grad_state.enabled:  # create_graph: the statistics must carry x's graph
+            mean = x.mean(axes, keepdim=True)
+            invstd = ((x - mean).pow(2).mean(axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            mean, invstd = self.mean, self.invstd
+        xhat = (x - mean) * invstd
+        g_x = g_w = g_b = None
+        if self._edges[0] is not None:
+            g = grad if weight is None else grad * weight.reshape(param_view)
+            g_x = (g - g.mean(axes, keepdim=True)
+                   - xhat * (g * xhat).mean(axes, keepdim=True)) * invstd
+        if self._edges[1] is not None:
+            g_w = (grad * xhat).sum(param_axes).reshape(weight.shape)
+        if self._edges[2] is not None:
+            g_b = grad.sum(param_axes).reshape(self.bias_shape)
+        return g_x, g_w, g_b
+
+
+def normalize_affine(input, weight, bias, axes, param_view, eps):
+    """``(out, mean, invstd)``: ``input`` normalised over ``axes``, times ``weight`` plus
+    ``bias`` (either may be None) viewed as ``param_view``. ``mean`` and ``invstd`` keep the
+    reduced axes as size 1."""
+    d = input._dtype
+    if d._kind < 2:
+        raise RuntimeError(f"expected scalar type Float but found {dtype_name(d)}")
+    xp = input._backend.xp
+    x = input._data
+    work = dt.float32.np if d._rank == 0 else x.dtype
+    x = x.astype(work, copy=False)
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    var = xp.square(centered).mean(axis=axes, keepdims=True)
+    invstd = 1.0 / xp.sqrt(var + eps)
+    out = centered
+    out *= invstd
+    if weight is not None:
+        out *= weight._data.astype(work, copy=False).reshape(param_view)
+    if bias is not None:
+        out += bias._data.astype(work, copy=False).reshape(param_view)
+    result = _wrap(out.astype(d.np, copy=False), d, input)
+    mean_t = _wrap(mean.astype(d.np, copy=False), d, input)
+    invstd_t = _wrap(invstd.astype(d.np, copy=False), d, input)
+    if needs_grad(input, weight, bias):
+        param_axes = tuple(i for i in range(x.ndim) if param_view[i] == 1)
+        record(NativeNormBackward0, (input, weight, bias), result, save=(input, weight),
+               axes=axes, param_view=param_view, param_axes=param_axes, eps=eps,
+               mean=mean_t, invstd=invstd_t,
+               bias_shape=None if bias is None else bias.shape)
+    return result, mean_t, invstd_t
