@@ -1,0 +1,643 @@
+"""Loss functions, as ``torch.nn.functional``.
+
+Each loss is composed of differentiable Ember ops, so gradients with respect to the input and,
+where PyTorch has them, the target and weights come from autograd. The exception is the common
+training loss, cross-entropy over class indices, which is one fused op (``ops/loss.py``) with a
+closed-form backward. Checks that PyTorch makes on values (class indices in range,
+probabilities in [0, 1]) read the data on the host once.
+"""
+import math
+import warnings
+
+import ember
+from ... import _dtype as dt
+from ..._tensor import Tensor
+from ...ops._dispatch import dtype_name
+from ...ops.loss import cross_entropy_indices
+
+__all__ = [
+    "l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
+    "gaussian_nll_loss", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+    "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+def _legacy_reduction(size_average, reduce):
+    """The ``reduction`` named by the deprecated ``size_average``/``reduce`` pair."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{reduction}' instead.", stacklevel=3)
+    return reduction
+
+
+def _resolve_reduction(reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _size_warning(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _check_broadcastable(a, b):
+    """PyTorch's message for two shapes that do not broadcast (tensor ``a`` against ``b``)."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    n = max(len(sa), len(sb))
+    for i in range(1, n + 1):
+        x = sa[-i] if i <= len(sa) else 1
+        y = sb[-i] if i <= len(sb) else 1
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {n - i}")
+
+
+def _weighted_pointwise(loss, weight, reduction, weighted_mean_by_weight):
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != loss.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean" and weighted_mean_by_weight:
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
+
+
+# ---- regression losses ------------------------------------------------------------------------
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _size_warning(input, target)
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    _check_broadcastable(input, target)
+    return _weighted_pointwise((input - target).abs(), weight, reduction, True)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _size_warning(input, target)
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    _check_broadcastable(input, target)
+    diff = input - target
+    return _weighted_pointwise(diff * diff, weight, reduction, True)
+
+
+def _smooth_l1(diff, beta):
+    absolute = diff.abs()
+    if beta == 0:
+        return absolute
+    return ember.where(absolute < beta, 0.5 * diff * diff / beta, absolute - 0.5 * beta)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _size_warning(input, target)
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_broadcastable(input, target)
+    return _reduce(_smooth_l1(input - target, beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _size_warning(input, target)
+    reduction = _resolve_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_broadcastable(input, target)
+    diff = input - target
+    absolute = diff.abs()
+    loss = ember.where(absolute < delta, 0.5 * diff * diff, delta * (absolute - 0.5 * delta))
+    return _weighted_pointwise(loss, weight, reduction, False)
+
+
+# ---- classification: negative log-likelihood and cross-entropy --------------------------------
+
+def _check_class_weight(weight, n_classes):
+    if weight is not None and (weight.ndim != 1 or weight.numel() != n_classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes "
+                           f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def _check_class_target(input, target):
+    """PyTorch's checks, in its order, for class-index ``target`` against ``input`` (N, C, ...)."""
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if input.ndim != 1 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0]}).")
+    if input.ndim <= 2 and target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 1 and target.ndim != 0:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 4:  # PyTorch's image-shaped path has its own messages
+        if target.ndim != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {target.ndim}")
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: "
+                               f"{list(target.shape)}")
+    elif input.ndim > 2:
+        expected = [input.shape[0], *input.shape[2:]]
+        if list(target.shape) != expected:
+            raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
+    if target._dtype not in (dt.int64, dt.uint8):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{dtype_name(target._dtype)}")
+
+
+def _check_target_range(target, n_classes, ignore_index):
+    xp = target._backend.xp
+    data = target._data
+    bad = (data < 0) | (data >= n_classes)
+    if ignore_index is not None:
+        bad &= data != ignore_index
+    if bool(xp.any(bad)):
+        first = data[bad].reshape(-1)[0]
+        raise IndexError(f"Target {int(first)} is out of bounds.")
+
+
+def _class_dim(input):
+    return 0 if input.ndim == 1 else 1
+
+
+def _target_weights(target, weight, ignore_mask, dtype):
+    """The weight of each target's class (0 where ignored), shaped like ``target``."""
+    if weight is not None:
+        safe = target if ignore_mask is None else target.masked_fill(ignore_mask, 0)
+        w = weight[safe.reshape(-1)].reshape(target.shape)
+        return w if ignore_mask is None else w.masked_fill(ignore_mask, 0)
+    if ignore_mask is None:
+        return None
+    return (~ignore_mask).to(dtype)
+
+
+def _check_nll_arguments(input, target, weight, ignore_index):
+    _check_class_target(input, target)
+    n_classes = input.shape[_class_dim(input)]
+    _check_class_weight(weight, n_classes)
+    if weight is not None and weight._dtype is not input._dtype:
+        raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found "
+                           f"{dtype_name(weight._dtype)}")
+    _check_target_range(target, n_classes, ignore_index)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    _check_nll_arguments(input, target, weight, ignore_index)
+    cdim = _class_dim(input)
+    target = target.long()
+    ignore_mask = target == ignore_index
+    if not bool(ignore_mask.any()):
+        ignore_mask = None
+    safe = target if ignore_mask is None else target.masked_fill(ignore_mask, 0)
+    picked = -input.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    weights = _target_weights(target, weight, ignore_mask, input._dtype)
+    loss = picked if weights is None else picked * weights
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if weights is None:
+        return loss.mean()
+    total = weights.sum()
+    if float(total) == 0:
+        # PyTorch's mean over no weight is NaN, but its gradient is zero, not 0/0.
+        return loss.sum() + math.nan
+    return loss.sum() / total
+
+
+def _class_shaped(weight, input, cdim):
+    shape = [1] * input.ndim
+    shape[cdim] = weight.shape[0]
+    return weight.reshape(shape)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    cdim = _class_dim(input)
+    probability_target = target.shape == input.shape and target.is_floating_point()
+    if not probability_target and label_smoothing == 0.0:
+        _check_nll_arguments(input, target, weight, ignore_index)
+        return cross_entropy_indices(input, target, weight, ignore_index, reduction)
+    log_probs = ember.log_softmax(input, cdim)
+    if probability_target:
+        return _cross_entropy_probabilities(log_probs, target, weight, reduction,
+                                            label_smoothing, cdim)
+    nll = nll_loss(log_probs, target, weight, None, ignore_index, None, reduction)
+    n_classes = input.shape[cdim]
+    ignore_mask = target.long() == ignore_index
+    if weight is not None:
+        smooth = -(log_probs * _class_shaped(weight, log_probs, cdim)).sum(cdim)
+    else:
+        smooth = -log_probs.sum(cdim)
+    smooth = smooth.masked_fill(ignore_mask, 0.0)
+    if reduction == "mean":
+        weights = _target_weights(target.long(), weight, ignore_mask, input._dtype)
+        smooth = smooth.sum() / weights.sum()
+    else:
+        smooth = _reduce(smooth, reduction)
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smoothing, cdim):
+    n_classes = log_probs.shape[cdim]
+    _check_class_weight(weight, n_classes)
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    terms = log_probs * target
+    if weight is not None:
+        terms = terms * _class_shaped(weight, log_probs, cdim)
+    loss = -terms.sum(cdim)
+    if reduction == "mean":
+        return loss.sum() / (log_probs.numel() // n_classes if n_classes else 0)
+    return _reduce(loss, reduction)
+
+
+# ---- binary classification --------------------------------------------------------------------
+
+def _check_unit_interval(t, what):
+    data = t._data
+    if bool(t._backend.xp.any((data < 0) | (data > 1))):
+        raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    _check_unit_interval(input, "input")
+    _check_unit_interval(target, "target")
+    # PyTorch clamps each log at -100 so that a saturated input gives a finite loss.
+    log_p = ember.clamp(input.log(), min=-100)
+    log_not_p = ember.clamp((1 - input).log(), min=-100)
+    loss = -(target * log_p + (1 - target) * log_not_p)
+    if weight is not None:
+        loss = loss * weight.expand(ember.broadcast_shapes(target.shape, weight.shape))
+    return _reduce(loss, reduction)
+
+
+def _softplus_of_negative(x):
+    """``-log(sigmoid(x))`` computed without overflow."""
+    return ember.clamp(-x, min=0) + (-x.abs()).exp().log1p()
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    neg_log_sigmoid = _softplus_of_negative(input)
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sigmoid
+    else:
+        loss = (1 - target) * input + neg_log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    elif reduction not in ("none", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = ember.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim != 0 else total
+    return _reduce(loss, reduction)
+
+
+# ---- likelihood losses ------------------------------------------------------------------------
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        # Stirling's approximation of log(target!), which PyTorch adds only where target > 1.
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ember.ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)  # one variance per sample, shared by the last dimension
+        elif input.ndim == var.ndim and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    # The clamp is not differentiated: the gradient reaches ``var`` as if unclamped.
+    var = var.clone()
+    with ember.no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+# ---- margin and embedding losses --------------------------------------------------------------
+
+_COSINE_EPSILON = 1e-12
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    tdim = target.ndim
+    if tdim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if tdim == 1 and not (input1.ndim == 2 and input2.ndim == 2):
+        raise RuntimeError("1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if tdim == 0 and not (input1.ndim == 1 and input2.ndim == 1):
+        raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    dot = (input1 * input2).sum(tdim)
+    norm1 = (input1 * input1).sum(tdim) + _COSINE_EPSILON
+    norm2 = (input2 * input2).sum(tdim) + _COSINE_EPSILON
+    cos = dot / (norm1 * norm2).sqrt()
+    zeros = ember.zeros_like(cos)
+    loss = (ember.where(target == 1, 1 - cos, zeros)
+            + ember.where(target == -1, ember.clamp(cos - margin, min=0), zeros))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    loss = ember.clamp(-target * (input1 - input2) + margin, min=0)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    zeros = ember.zeros_like(input)
+    loss = (ember.where(target != 1, ember.clamp(margin - input, min=0), zeros)
+            + ember.where(target != -1, input, zeros))
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    return _reduce((-input * target).exp().log1p(), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    loss = target * _softplus_of_negative(input) + (1 - target) * _softplus_of_negative(-input)
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    return _reduce(loss, reduction)
+
+
+def _as_batch(input, target):
+    """``input`` as (N, C) and ``target`` as (N, ...) for the margin losses that take (C,) too."""
+    if input.ndim <= 1:
+        return input.reshape(1, -1), target.reshape(1, -1)
+    return input, target
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    x, y = _as_batch(input, target)
+    n_classes = x.shape[1]
+    if bool(((y < -1) | (y >= n_classes)).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    y = y.long()
+    # A sample's targets are its entries before the first -1.
+    valid = (y >= 0).to(dt.int64).cumprod(1).bool()
+    safe = y.masked_fill(~valid, 0)
+    classes = ember.arange(n_classes, device=x.device)
+    is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
+    target_scores = x.gather(1, safe)
+    hinge = ember.clamp(1 - target_scores.unsqueeze(2) + x.unsqueeze(1), min=0)
+    pairs = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = (hinge * pairs.to(x.dtype)).sum((1, 2)) / n_classes
+    if input.ndim <= 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    batch = 1 if input.ndim <= 1 else input.shape[0]
+    if target.numel() != batch or target.ndim > 1:
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to "
+                           "the number of input samples (batch size). Expected target size "
+                           f"[{batch}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    x, y = _as_batch(input, target)
+    n_classes = x.shape[1]
+    _check_target_range(y, n_classes, None)
+    y = y.long().reshape(-1, 1)
+    hinge = ember.clamp(margin - x.gather(1, y) + x, min=0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight[y.reshape(-1)].unsqueeze(1)
+    own_class = ember.zeros(x.shape, dtype=dt.bool, device=x.device).scatter(1, y, True)
+    loss = hinge.masked_fill(own_class, 0).sum(1) / n_classes
+    if input.ndim <= 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
+    last = max(x1.ndim, x2.ndim) - 1
+    return ember.norm(x1 - x2 + eps, p, last)
+
+
+def _check_triplet_dims(anchor, positive, negative):
+    a, p, n = anchor.ndim, positive.ndim, negative.ndim
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {p}D, and "
+                           f"negative {n}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = _resolve_reduction(reduction, size_average, reduce)
+    _check_triplet_dims(anchor, positive, negative)
+    dist_pos = _pairwise_distance(anchor, positive, p, eps)
+    dist_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = ember.minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce(ember.clamp(margin + dist_pos - dist_neg, min=0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_triplet_dims(anchor, positive, negative)
+    distance = distance_function if distance_function is not None else _pairwise_distance
+    dist_pos = distance(anchor, positive)
+    dist_neg = distance(anchor, negative)
+    if swap:
+        dist_neg = ember.minimum(dist_neg, distance(positive, negative))
+    return _reduce(ember.clamp(margin + dist_pos - dist_neg, min=0), reduction)
+
+
+# ---- connectionist temporal classification ----------------------------------------------------
+
+def _lengths(value, batch, what):
+    if isinstance(value, Tensor):
+        value = value.reshape(-1).tolist()
+    elif isinstance(value, int):
+        value = [value]
+    value = [int(v) for v in value]
+    if len(value) != batch:
+        raise RuntimeError(f"{what} must be of size batch_size")
+    return value
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The CTC forward algorithm in log space, vectorised over the batch and the extended label
+    positions, with a loop over time only; the gradient is autograd's through it."""
+    reduction = _resolve_reduction(reduction)
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0)
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"ctc_loss expects log_probs to be a 2-D or 3-D tensor, but got "
+                           f"{log_probs.ndim}-D")
+    n_time, batch, n_classes = log_probs.shape
+    if not 0 <= blank < n_classes:
+        raise RuntimeError("blank must be in label range")
+    in_lens = _lengths(input_lengths, batch, "input_lengths")
+    tgt_lens = _lengths(target_lengths, batch, "target_lengths")
+    for length in in_lens:
+        if length > n_time:
+            raise RuntimeError(f"Expected input_lengths to have value at most {n_time}, but got "
+                               f"value {length} (while checking arguments for "
+                               "ctc_loss_allocate_outputs)")
+    if targets.ndim == 2:  # padded (N, S)
+        rows = targets.tolist()
+        labels = [rows[n][:tgt_lens[n]] for n in range(batch)]
+    else:  # the batch's targets concatenated
+        flat = targets.tolist()
+        offsets = [sum(tgt_lens[:n]) for n in range(batch)]
+        labels = [flat[o:o + l] for o, l in zip(offsets, tgt_lens)]
+    max_len = max(tgt_lens, default=0)
+    n_ext = 2 * max_len + 1
+    # Extended labels: blank, l1, blank, l2, ..., blank (padded with blanks).
+    ext = [[blank] * n_ext for _ in range(batch)]
+    skip = [[False] * n_ext for _ in range(batch)]
+    for n, seq in enumerate(labels):
+        for i, label in enumerate(seq):
+            ext[n][2 * i + 1] = label
+            skip[n][2 * i + 1] = i > 0 and label != seq[i - 1]
+    device = log_probs.device
+    ext_t = ember.tensor(ext, dtype=dt.int64, device=device)
+    skip_t = ember.tensor(skip, dtype=dt.bool, device=device)
+    dtype = log_probs.dtype
+    # A very negative finite stand-in for log(0): -inf would give NaN gradients through
+    # logsumexp wherever every path into a state is impossible.
+    impossible = -1e30 if dtype is not dt.float64 else -1e300
+    lp = log_probs.gather(2, ext_t.unsqueeze(0).expand(n_time, batch, n_ext))
+    neg = ember.full((batch, 1), impossible, dtype=dtype, device=device)
+    neg2 = ember.full((batch, 2), impossible, dtype=dtype, device=device)
+    start = ember.zeros((1, n_ext), dtype=dt.bool, device=device)
+    start[0, :2] = True
+    alpha = ember.where(start, lp[0], impossible)
+    active = ember.tensor(in_lens, dtype=dt.int64, device=device).unsqueeze(1)
+    for t in range(1, max(in_lens, default=0)):
+        from_prev = ember.cat([neg, alpha[:, :-1]], 1)
+        from_skip = ember.where(skip_t, ember.cat([neg2, alpha[:, :-2]], 1), impossible)
+        step = ember.logsumexp(ember.stack([alpha, from_prev, from_skip]), 0) + lp[t]
+        alpha = ember.where(active > t, step, alpha)
+    ends = ember.tensor([[2 * l, max(2 * l - 1, 0)] for l in tgt_lens], dtype=dt.int64,
+                        device=device).reshape(batch, 2)
+    final = alpha.gather(1, ends)
+    no_label = ember.tensor([l == 0 for l in tgt_lens], dtype=dt.bool, device=device)
+    final = ember.where(ember.stack([ember.zeros_like(no_label), no_label], 1), impossible, final)
+    loss = -ember.logsumexp(final, 1)
+    unreachable = loss > -impossible / 2
+    if zero_infinity:
+        loss = ember.where(unreachable, 0.0, loss)
+    else:
+        loss = ember.where(unreachable, math.inf, loss)
+    if reduction == "mean":
+        divisor = ember.tensor([max(l, 1) for l in tgt_lens], dtype=dtype, device=device)
+        return (loss / divisor).mean()
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
