@@ -10,8 +10,8 @@ from .linalg import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
-from .inplace import copy_, fill_, zero_, inplace
-from . import elementwise, reduce, shape, indexing, linalg, creation, inplace as _inplace_mod
+from .inplace import copy_, fill_, zero_, inplace, write_result as _write_result, UFUNC_OF as _UFUNC_OF
+from . import elementwise, reduce, shape, indexing, linalg, creation
 from .._tensor import Tensor
 from ._dispatch import ELIDE_MIN_BYTES as _ELIDE_MIN_BYTES, reuse_temporary as _reuse_temporary
 
@@ -103,6 +103,9 @@ _INPLACE = [
 ]
 for _name in _INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(globals()[_name]))
+_UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divide",
+                              true_divide: "true_divide", multiply: "multiply",
+                              subtract: "subtract"})
 
 
 # ---- Python operators ------------------------------------------------------------------------
@@ -172,7 +175,7 @@ for _op, _name in [("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul
 
 
 def _imatmul(self, other):
-    return _inplace_mod.write_result(self, matmul(self, other))
+    return _write_result(self, matmul(self, other))
 
 
 Tensor.__imatmul__ = _imatmul

@@ -60,14 +60,51 @@ def _snapshot(self):
     return snap
 
 
+#: op function -> the array ufunc that computes it, for ops whose in-place form may write
+#: straight into the tensor's memory when nothing is recorded (filled by ``ops/__init__``).
+UFUNC_OF = {}
+_SCALARS = (int, float)
+
+
 def inplace(self, fn, *args, **kwargs):
     """Run ``fn(self, *args, **kwargs)`` out of place and write the result into ``self``."""
     check_inplace(self)
     if _recording(self, args):
         result = fn(_snapshot(self), *args, **kwargs)
     else:
+        ufunc = UFUNC_OF.get(fn)
+        if ufunc is not None and len(args) == 1 and _ufunc_in_place(self, ufunc, args[0], kwargs):
+            return self
         result = fn(self, *args, **kwargs)
     return write_result(self, result)
+
+
+def _ufunc_in_place(self, ufunc, other, kwargs):
+    """``self <ufunc>= other`` computed into ``self``'s own memory (``out=``), skipping the
+    temporary and the copy of the general path; False where that would not be exactly the
+    general path's result (integer or mixed dtypes, broadcasting ``self``, overlapping memory).
+    Optimizer updates (``p.add_(g, alpha=-lr)``, ``p -= lr * g``) take this path."""
+    alpha = kwargs.get("alpha", 1)
+    if len(kwargs) > ("alpha" in kwargs) or self._dtype._kind != 2:
+        return False
+    data = self._data
+    if 0 in data.strides and data.size > 1:
+        return False
+    if isinstance(other, Tensor):
+        if other._dtype is not self._dtype or other._device is not self._device:
+            return False
+        shape, target = other._data.shape, data.shape
+        if len(shape) > len(target) or any(o != t and o != 1 for o, t in
+                                           zip(reversed(shape), reversed(target))):
+            return False
+        operand = other._data if alpha == 1 else other._data * alpha
+    elif type(other) in _SCALARS and type(alpha) in _SCALARS:
+        operand = other * alpha
+    else:
+        return False
+    getattr(self._backend.xp, ufunc)(data, operand, out=data)
+    self._bump_version()
+    return True
 
 
 def _store(self, data, allow_overlap=False):
