@@ -141,8 +141,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if not executes:
                         continue
             if is_leaf_node:
-                if accumulate and grads[0] is not None:
-                    node.accumulate(grads[0], create_graph)
+                # Hand the gradient over holding no other reference to it, so AccumulateGrad can
+                # tell a gradient nothing else sees (and adopt it without a copy).
+                grad, grads = grads[0], None
+                if accumulate and grad is not None:
+                    node.accumulate(grad, create_graph)
+                grad = None
                 continue
             grads = _call_pre_hooks(node, grads)
             try:
@@ -171,6 +175,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if child not in buffers:
                         buffers[child] = [None] * child.num_outputs
                     heapq.heappush(ready, (-child._seq, id(child), child))
+            g = grad_inputs = buf = None  # no stale references to gradients routed onwards
     finally:
         grad_mode._state.enabled = prev_mode
 

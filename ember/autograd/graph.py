@@ -7,6 +7,7 @@ the public ``next_functions`` shows those as ``(None, 0)``, as PyTorch does); ``
 sum-reduces broadcast gradients and casts them back to the input's dtype.
 """
 import itertools
+import sys
 import re
 
 from . import grad_mode
@@ -206,6 +207,16 @@ def _edge(t):
     return (accumulate_grad_node(t), 0)
 
 
+def _private_array(t):
+    """Whether ``t``'s array is referenced by ``t`` alone (three counts: ``t``'s slot, the local
+    and getrefcount's argument) and owns plain writeable memory; a plain tensor with no version
+    counter has never been saved for backward nor had views taken."""
+    data = t._data
+    return (type(t).__name__ == "Tensor" and t._vc is None and not t.__dict__
+            and sys.getrefcount(data) == 3 and getattr(data, "base", True) is None
+            and getattr(getattr(data, "flags", None), "writeable", False))
+
+
 def accumulate_grad_node(t):
     """The single AccumulateGrad node of leaf ``t`` (held weakly by the tensor, as in PyTorch)."""
     ref = t._grad_acc
@@ -231,14 +242,24 @@ class AccumulateGrad(Node):
 
     def accumulate(self, grad, create_graph):
         var = self.variable
+        # References to a gradient nothing else holds: the engine's local, this argument and
+        # getrefcount's own argument (a hook's fresh result has no engine local).
+        sole_refs = 3
         if var._backward_hooks:
-            grad = run_tensor_hooks(var._backward_hooks, grad)
+            hooked = run_tensor_hooks(var._backward_hooks, grad)
+            if hooked is not grad:
+                grad, sole_refs = hooked, 2
         if grad_mode.is_grad_enabled() and create_graph:
             var.grad = grad if var.grad is None else var.grad + grad
         elif var.grad is None:
-            # A gradient may be shared (add's backward hands one tensor to both inputs, or the
-            # user's own `gradient`), and .grad is accumulated in place later: own a copy.
-            var.grad = grad.detach().clone()
+            # .grad is accumulated in place later, so it must not share memory with anything:
+            # a gradient may be shared (add's backward hands one tensor to both inputs, the
+            # user passed their own `gradient`). Adopt it only when provably private, as
+            # PyTorch does, else own a copy.
+            if sys.getrefcount(grad) <= sole_refs and _private_array(grad):
+                var.grad = grad.detach()
+            else:
+                var.grad = grad.detach().clone()
         elif var.grad.requires_grad:
             var.grad = (var.grad + grad).detach()
         else:
