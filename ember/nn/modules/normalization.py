@@ -14,6 +14,27 @@ def _shape_tuple(normalized_shape):
     return tuple(normalized_shape)
 
 
+
+def _register_affine(module, shape, affine, bias, device, dtype):
+    """``weight`` (and ``bias`` unless ``bias=False``) of ``shape`` when ``affine``, else both
+    registered as None, as PyTorch's norm layers do."""
+    if affine:
+        module.weight = Parameter(_ops.empty(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(_ops.empty(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
 class LayerNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
@@ -23,23 +44,11 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        like = dict(device=device, dtype=dtype)
-        if elementwise_affine:
-            self.weight = Parameter(_ops.empty(self.normalized_shape, **like))
-            if bias:
-                self.bias = Parameter(_ops.empty(self.normalized_shape, **like))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -62,23 +71,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        like = dict(device=device, dtype=dtype)
-        if affine:
-            self.weight = Parameter(_ops.empty(num_channels, **like))
-            if bias:
-                self.bias = Parameter(_ops.empty(num_channels, **like))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
