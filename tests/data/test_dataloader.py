@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 import torch.utils.data as tud
 
 import ember

@@ -14,7 +14,6 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import secrets
-import signal
 import time
 import warnings
 import weakref
