@@ -10,7 +10,6 @@ from ._random import (Generator, default_generator, manual_seed, seed, initial_s
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
 from .ops import range_ as range  # noqa: F401
-from .ops.inplace import copy_ as _copy_  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled, is_anomaly_enabled,
@@ -21,7 +20,6 @@ from . import utils  # noqa: F401
 
 __version__ = "0.1.0"
 
-# The ops package exports helpers that are not part of the public namespace.
 import builtins as _builtins
 
 # The ops package also exports Tensor-only methods and helpers that torch's namespace lacks.
@@ -70,5 +68,7 @@ def get_default_device():
     from . import _tensor as _t
     return _t._default_device
 
+
+# The layers above the tensor library, imported last: they build on everything before.
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
