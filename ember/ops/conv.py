@@ -144,11 +144,30 @@ def _input_grad_arrays(backend, g, w, spatial, p):
         pads = tuple((r - lo, r - hi) for (lo, hi), r in zip(p.pads, reach))
         return _conv_arrays(backend, g, adjoint, None,
                             _Params(p.stride, pads, p.dilation, groups))[0]
-    wmat = w.reshape(groups, w.shape[0] // groups, -1)
-    cols = _grouped_matmul(backend, xp.ascontiguousarray(xp.swapaxes(wmat, 1, 2)),
-                           _batch_last(xp, g, groups))
-    return col2im(xp, cols.reshape(cols.shape[0] * cols.shape[1], cols.shape[2]), g.shape[0],
-                  spatial, w.shape[2:], p.stride, p.pads, p.dilation, g.shape[2:])
+    return _scatter_products(backend, g, w, spatial, p)
+
+
+def _scatter_products(backend, g, w, spatial, p):
+    """col2im fused with its matrix product: one small product per kernel offset, added into
+    its strided region at once, so the ``K`` times larger columns are never materialised (a
+    large fresh array costs more in page faults than the arithmetic on it)."""
+    xp = backend.xp
+    groups = p.groups
+    out_group, in_group = w.shape[0] // groups, w.shape[1]
+    batch, out_shape = g.shape[0], g.shape[2:]
+    grads = _batch_last(xp, g, groups)
+    # (*K, groups, C/groups, O/groups): each offset's slice is the transposed per-group kernel
+    taps = xp.ascontiguousarray(w.reshape((groups, out_group, in_group) + w.shape[2:])
+                                .transpose(tuple(range(3, w.ndim + 1)) + (0, 2, 1)))
+    padded_shape = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, p.pads))
+    buffer = xp.zeros((groups * in_group, batch) + padded_shape, dtype=g.dtype)
+    for offset in itertools.product(*(range(k) for k in w.shape[2:])):
+        region = tuple(slice(o * d, o * d + st * (m - 1) + 1, st)
+                       for o, d, st, m in zip(offset, p.dilation, p.stride, out_shape))
+        buffer[(slice(None), slice(None)) + region] += _grouped_matmul(
+            backend, taps[offset], grads).reshape((groups * in_group, batch) + out_shape)
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, p.pads))
+    return xp.ascontiguousarray(xp.swapaxes(buffer[(slice(None), slice(None)) + crop], 0, 1))
 
 
 def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
@@ -157,8 +176,11 @@ def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
         cols, _ = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, g.shape[2:])
     groups = p.groups
     cols = cols.reshape(groups, cols.shape[0] // groups, cols.shape[1])
-    gw = _grouped_matmul(backend, _batch_last(xp, g, groups), xp.swapaxes(cols, 1, 2))
-    return gw.reshape((g.shape[1], x.shape[1] // groups) + tuple(kernel))
+    # cols @ g^T keeps the long axis contiguous in both operands, which BLAS runs about
+    # twice as fast as g @ cols^T; the transpose back only copies the small weight
+    gw = _grouped_matmul(backend, cols, xp.swapaxes(_batch_last(xp, g, groups), 1, 2))
+    return xp.ascontiguousarray(xp.swapaxes(gw, 1, 2)).reshape(
+        (g.shape[1], x.shape[1] // groups) + tuple(kernel))
 
 
 # ---- the three ops ---------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import torch.utils.data as tud
 
 import ember
 import ember.utils.data as eud
-from loader_datasets import (ArrayDataset, FailingDataset, ShardedRange, SlowDataset,
-                             SuicidalDataset, WorkerIdentity)
+from loader_datasets import (ArrayDataset, FailingDataset, PageFaultCounter, ShardedRange,
+                             SlowDataset, SuicidalDataset, WorkerIdentity)
 from torch_compare import assert_same
 
 
@@ -184,6 +184,18 @@ def test_large_batches_arrive_through_shared_memory():
     batch = next(iter(eud.DataLoader(ArrayDataset(n=8, shape=(64, 64)), batch_size=8, num_workers=1)))
     assert _shared_origin(batch[0]._data) is not None
     assert _shared_origin(batch[1]._data) is None  # small: pickled through the pipe
+
+
+def test_workers_reuse_freed_sample_memory():
+    try:
+        os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        pytest.skip("the workers tune glibc's allocator only")
+    loader = eud.DataLoader(PageFaultCounter(), batch_size=16, num_workers=1, collate_fn=lambda b: b)
+    faults = [batch[0] for batch in loader]
+    pages_per_batch = 16 * 256 * 1024 // os.sysconf("SC_PAGE_SIZE")
+    # Returned to the kernel, each batch's samples would fault in every page again.
+    assert max(faults[1:]) < pages_per_batch // 4, faults
 
 
 @pytest.mark.parametrize("kwargs", [
