@@ -6,6 +6,7 @@ import numpy as np
 import ml_dtypes
 
 from .base import Backend
+from ._malloc import keep_freed_memory_for_reuse
 
 # PyTorch never warns about floating-point exceptions (log(0) is -inf, 0/0 is nan). Silence
 # NumPy's warnings for calls made from Ember's own modules only: a warnings filter costs nothing
@@ -56,6 +57,10 @@ _erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
 class NumpyBackend(Backend):
     device_type = "cpu"
     xp = np
+
+    def __init__(self, index=0):
+        super().__init__(index)
+        keep_freed_memory_for_reuse()
 
     def asarray(self, data, np_dtype=None, copy=None):
         return np.array(data, dtype=np_dtype, copy=copy) if copy else np.asarray(data, dtype=np_dtype)

@@ -1,6 +1,5 @@
 """The worker process: receive index batches, fetch and collate them, send the batches back.
 Also ``get_worker_info`` and the wrapper that carries a worker's exception to the main process."""
-import ctypes
 import faulthandler
 import os
 import random
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .... import _random
+from ....backends._malloc import keep_freed_memory_for_reuse
 from . import shared_memory
 from .fetch import create_fetcher
 
@@ -19,14 +19,6 @@ __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 
 #: how often an idle worker checks that the main process is still alive (seconds)
 WATCHDOG_INTERVAL = 1.0
-
-# glibc mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-#: samples up to this size come from the heap, where freed memory can be reused (glibc's maximum)
-_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
-#: freed heap memory a worker keeps for its next batches instead of returning it to the kernel
-_TRIM_THRESHOLD_BYTES = 256 * 1024 * 1024
 
 _worker_info = None
 
@@ -94,22 +86,6 @@ def numpy_seed(base_seed, worker_id):
     return np.random.SeedSequence([worker_id, base_seed & 0xffff_ffff, base_seed >> 32]).generate_state(4)
 
 
-def _keep_freed_memory_for_reuse():
-    """A worker allocates and frees about a batch of samples' worth of memory for every batch.
-    By default glibc returns freed memory at the top of the heap to the kernel once it exceeds a
-    threshold the size of about one sample, so the next batch page-faults all of its samples'
-    memory in again, which costs as much system time as creating them (and, with several workers
-    on few cores, slows the whole pipeline). Raise the thresholds so that the memory is reused."""
-    try:
-        os.confstr("CS_GNU_LIBC_VERSION")
-        mallopt = ctypes.CDLL(None).mallopt
-    except (ValueError, OSError, AttributeError):
-        return  # not glibc: its allocator has its own policy
-    # Setting either threshold turns off glibc's own adjustment of both, so set both.
-    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
-
-
 def _parent_alive(parent_pid):
     return os.getppid() == parent_pid
 
@@ -120,7 +96,7 @@ def worker_loop(is_iterable, dataset, index_conn, result_conn, auto_collation, c
     # Ctrl-C reaches the whole process group; the main process handles it and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.enable()
-    _keep_freed_memory_for_reuse()
+    keep_freed_memory_for_reuse()
     seed = base_seed + worker_id
     random.seed(seed)
     _random.manual_seed(seed)
