@@ -1,8 +1,8 @@
 """Adam (and, with ``decoupled_weight_decay``, AdamW), with AMSGrad."""
 from .._tensor import Tensor
-from .optimizer import (Optimizer, addcdiv_, addcmul_, advance, array, check_betas, check_lr,
-                        check_nonnegative, check_not_fused, gradient_for_step, lerp_, scalar,
-                        step_counter, zeros_state)
+from .optimizer import (Optimizer, addcdiv_, advance, array, check_betas, check_lr,
+                        check_nonnegative, check_not_fused, decayed_gradient, scalar, step_counter,
+                        update_moments, zeros_state)
 
 __all__ = ["Adam"]
 
@@ -45,20 +45,11 @@ class Adam(Optimizer):
         p = array(param)
         lr = scalar(group["lr"])
         beta1, beta2 = (scalar(b) for b in group["betas"])
-        weight_decay = group["weight_decay"]
         step = advance(state["step"])
-        decoupled = group["decoupled_weight_decay"]
-        if weight_decay != 0 and decoupled:
-            xp.multiply(p, 1 - lr * weight_decay, out=p)
-        g = gradient_for_step(xp, p, array(grad), group["maximize"],
-                              0 if decoupled else weight_decay)
+        g = decayed_gradient(xp, p, array(grad), group, lr)
 
-        exp_avg = array(state["exp_avg"])
-        exp_avg_sq = array(state["exp_avg_sq"])
         scratch = xp.empty_like(p)
-        lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-        xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-        addcmul_(xp, exp_avg_sq, g, g, 1 - beta2, scratch)
+        exp_avg, exp_avg_sq = update_moments(xp, state, g, beta1, beta2, scratch)
 
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

@@ -1,6 +1,6 @@
 """NAdam: Adam with Nesterov momentum and a momentum-decay schedule."""
-from .optimizer import (Optimizer, addcdiv_, addcmul_, advance, array, check_betas, check_lr,
-                        check_nonnegative, gradient_for_step, lerp_, scalar, step_counter,
+from .optimizer import (Optimizer, addcdiv_, advance, array, check_betas, check_lr,
+                        check_nonnegative, decayed_gradient, scalar, step_counter, update_moments,
                         zeros_state)
 
 __all__ = ["NAdam"]
@@ -34,15 +34,10 @@ class NAdam(Optimizer):
         p = array(param)
         lr = scalar(group["lr"])
         beta1, beta2 = group["betas"]
-        weight_decay = group["weight_decay"]
         momentum_decay = group["momentum_decay"]
         step = advance(state["step"])
         bias_correction2 = 1 - beta2 ** step
-        decoupled = group["decoupled_weight_decay"]
-        if weight_decay != 0 and decoupled:
-            xp.multiply(p, 1 - lr * weight_decay, out=p)
-        g = gradient_for_step(xp, p, array(grad), group["maximize"],
-                              0 if decoupled else weight_decay)
+        g = decayed_gradient(xp, p, array(grad), group, lr)
 
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
@@ -51,12 +46,8 @@ class NAdam(Optimizer):
         mu_product = mu_product_data.item()
         mu_product_next = mu_product * mu_next
 
-        exp_avg = array(state["exp_avg"])
-        exp_avg_sq = array(state["exp_avg_sq"])
         scratch = xp.empty_like(p)
-        lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-        xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-        addcmul_(xp, exp_avg_sq, g, g, 1 - beta2, scratch)
+        exp_avg, exp_avg_sq = update_moments(xp, state, g, beta1, beta2, scratch)
 
         denom = xp.divide(exp_avg_sq, bias_correction2)
         xp.sqrt(denom, out=denom)

@@ -177,6 +177,27 @@ def gradient_for_step(xp, param, grad, maximize, weight_decay):
     return grad
 
 
+def decayed_gradient(xp, param, grad, group, lr):
+    """The gradient of the Adam family's rules: with ``decoupled_weight_decay`` the parameter
+    shrinks by ``lr * weight_decay`` first (AdamW), otherwise the decay joins the gradient."""
+    weight_decay = group["weight_decay"]
+    decoupled = group["decoupled_weight_decay"]
+    if weight_decay != 0 and decoupled:
+        xp.multiply(param, 1 - lr * weight_decay, out=param)
+    return gradient_for_step(xp, param, grad, group["maximize"], 0 if decoupled else weight_decay)
+
+
+def update_moments(xp, state, grad, beta1, beta2, scratch):
+    """Adam's running moments in place: ``exp_avg.lerp_(grad, 1 - beta1)`` and
+    ``exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad**2``; returns both arrays."""
+    exp_avg = array(state["exp_avg"])
+    exp_avg_sq = array(state["exp_avg_sq"])
+    lerp_(xp, exp_avg, grad, 1 - beta1, scratch)
+    xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
+    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, scratch)
+    return exp_avg, exp_avg_sq
+
+
 class Optimizer:
     """Base class for all optimizers (see the module docstring for what a subclass writes)."""
 

@@ -1,7 +1,6 @@
 """RAdam: Adam whose adaptive step is switched on once the variance estimate is tractable."""
-from .optimizer import (Optimizer, addcmul_, advance, array, check_betas, check_lr,
-                        check_nonnegative, gradient_for_step, lerp_, scalar, step_counter,
-                        zeros_state)
+from .optimizer import (Optimizer, advance, array, check_betas, check_lr, check_nonnegative,
+                        decayed_gradient, scalar, step_counter, update_moments, zeros_state)
 
 __all__ = ["RAdam"]
 
@@ -30,20 +29,11 @@ class RAdam(Optimizer):
         p = array(param)
         lr = scalar(group["lr"])
         beta1, beta2 = group["betas"]
-        weight_decay = group["weight_decay"]
         step = advance(state["step"])
-        decoupled = group["decoupled_weight_decay"]
-        if weight_decay != 0 and decoupled:
-            xp.multiply(p, 1 - lr * weight_decay, out=p)
-        g = gradient_for_step(xp, p, array(grad), group["maximize"],
-                              0 if decoupled else weight_decay)
+        g = decayed_gradient(xp, p, array(grad), group, lr)
 
-        exp_avg = array(state["exp_avg"])
-        exp_avg_sq = array(state["exp_avg_sq"])
         scratch = xp.empty_like(p)
-        lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-        xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-        addcmul_(xp, exp_avg_sq, g, g, 1 - beta2, scratch)
+        exp_avg, exp_avg_sq = update_moments(xp, state, g, beta1, beta2, scratch)
 
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step

@@ -138,24 +138,24 @@ def register_module_full_backward_pre_hook(hook):
     return _register_global(_global_backward_pre_hooks, hook)
 
 
-def register_module_full_backward_hook(hook):
+def _register_global_backward_hook(hook, full):
+    """Global backward hooks are all full or all regular, as in PyTorch."""
     global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is False:
+    if _global_is_full_backward_hook is (not full):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
-    _global_is_full_backward_hook = True
+    _global_is_full_backward_hook = full
     return _register_global(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    return _register_global_backward_hook(hook, full=True)
 
 
 def register_module_backward_hook(hook):
     """The deprecated form of ``register_module_full_backward_hook``: hooks the last autograd
     node of each module's output."""
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is True:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
-                           "global Module hook. Please use only one of them.")
-    _global_is_full_backward_hook = False
-    return _register_global(_global_backward_hooks, hook)
+    return _register_global_backward_hook(hook, full=False)
 
 
 def register_module_buffer_registration_hook(hook):
