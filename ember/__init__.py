@@ -72,3 +72,12 @@ def get_default_device():
 # The layers above the tensor library, imported last: they build on everything before.
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+
+# torch's namespaces beside the tensor library (each optional while it is being written).
+from ._submodules import import_module_if_present as _import_if_present  # noqa: E402
+
+for _namespace in ("linalg", "special", "fft", "distributions", "serialization"):
+    _import_if_present(f"{__name__}.{_namespace}")
+if "serialization" in globals():
+    from .serialization import save, load  # noqa: E402,F401
+del _namespace

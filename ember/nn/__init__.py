@@ -1,5 +1,5 @@
 """``ember.nn``: modules, parameters, functional, init and utils, as ``torch.nn``."""
-from ._submodules import import_parts
+from .._submodules import import_parts
 
 import_parts(__name__, ["parameter"], globals())
 from .modules import *  # noqa: E402,F401,F403

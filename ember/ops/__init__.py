@@ -108,6 +108,24 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
                               subtract: "subtract"})
 
 
+# ---- op families added by the op catalogue ---------------------------------------------------
+# Each file lists the Tensor methods it provides in ``METHODS`` and in-place variants in
+# ``INPLACE`` (bound here as ``name_``); a family not written yet is skipped.
+from .._submodules import import_module_if_present as _import_if_present
+
+for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extra",
+                "decompositions"):
+    _module = _import_if_present(f"{__name__}.{_family}")
+    if _module is None:
+        continue
+    for _name in getattr(_module, "__all__", ()):
+        globals()[_name] = getattr(_module, _name)
+    for _name in getattr(_module, "METHODS", ()):
+        setattr(Tensor, _name, getattr(_module, _name))
+    for _name in getattr(_module, "INPLACE", ()):
+        setattr(Tensor, _name + "_", _make_inplace(getattr(_module, _name)))
+
+
 # ---- Python operators ------------------------------------------------------------------------
 def _reflect(fn):
     def method(self, other):

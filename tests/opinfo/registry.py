@@ -1,7 +1,9 @@
 """All op rows, gathered from the per-family tables."""
 import importlib
 
-_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "linalg", "creation"]
+_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "linalg", "creation",
+             # the op catalogue: one table per ember/ops/ family file
+             "sorting", "special", "spectral", "complex", "cumulative", "extra", "decompositions"]
 ALL_OPS = []
 for _family in _FAMILIES:
     try:

@@ -1,6 +1,6 @@
 """``ember.nn.utils``: gradient clipping, parameter/vector conversion, parametrizations, fusion."""
-from .._submodules import import_parts
+from ..._submodules import import_parts
 
 import_parts(__name__, ["clip_grad", "convert_parameters", "fusion"], globals())
 # Reached as ``nn.utils.parametrize.register_parametrization`` (not re-exported), as in PyTorch.
-import_parts(__name__, ["parametrize", "parametrizations"], {})
+import_parts(__name__, ["parametrize", "parametrizations", "rnn", "stateless"], {})
