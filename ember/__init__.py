@@ -72,6 +72,7 @@ def get_default_device():
 # The layers above the tensor library, imported last: they build on everything before.
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from ._functional_exports import *  # noqa: E402,F401,F403
 
 # torch's namespaces beside the tensor library (each optional while it is being written).
 from ._submodules import import_module_if_present as _import_if_present  # noqa: E402
