@@ -10,6 +10,7 @@ import math
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
 from .elementwise import _sigmoid, where
+from .creation import zeros_like
 from .inplace import inplace
 
 # Only the ones PyTorch also exposes as ``torch.<name>``; nn.functional imports the rest.
@@ -50,7 +51,26 @@ class ReluBackward0(Node):
 
     def backward(self, grad):
         (y,) = self.saved_tensors
-        return where(y > 0, grad, 0.0)
+        return _relu_grad(grad, y)
+
+
+class ThresholdBackwardBackward0(Node):
+    """Double backward of relu. The mask is piecewise constant in the result, so the result's
+    gradient is zero — but it exists, as in PyTorch: the gradient of relu's gradient with
+    respect to the input is a zero tensor, not "does not require grad"."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        (y,) = self.saved_tensors
+        return where(y > 0, grad, 0.0), zeros_like(y)
+
+
+def _relu_grad(grad, y):
+    xp = y._backend.xp
+    res = _wrap(xp.where(y._data > 0, grad._data, grad._data.dtype.type(0)), grad._dtype, grad)
+    if needs_grad(grad, y):  # only under create_graph: backward runs with grad mode off
+        record(ThresholdBackwardBackward0, (grad, y), res, save=(y,))
+    return res
 
 
 def relu(input):

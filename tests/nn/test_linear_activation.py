@@ -288,3 +288,20 @@ def test_mlp_trains_like_pytorch():
                     p.sub_(p.grad * 0.1)
     assert_same(dict(torch_model.state_dict()), dict(ember_model.state_dict()), atol=1e-5)
 
+
+
+def test_relu_double_backward_matches_torch():
+    """relu's gradient stays connected to the graph under create_graph, as in PyTorch: alone it
+    has a zero second derivative (not an error), through a product a non-zero one."""
+    rng = np.random.default_rng(3)
+    xs, ws = rng.standard_normal(6), rng.standard_normal(6)
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor(xs, requires_grad=True)
+        w = lib.tensor(ws, requires_grad=True)
+        (g,) = lib.autograd.grad(lib.relu(x).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        (gx,) = lib.autograd.grad((lib.relu(x * w) ** 2).sum(), x, create_graph=True)
+        (gw,) = lib.autograd.grad(gx.sum(), w)
+        results.append((gg, gw))
+    assert_same(*results)
