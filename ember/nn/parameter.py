@@ -1,5 +1,7 @@
 """``Parameter``, ``Buffer`` and their uninitialized (lazy) forms, as ``torch.nn.parameter``."""
-from .._tensor import Tensor
+import sys
+
+from .._tensor import Tensor, _wrap_with
 from .. import ops as _ops
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
@@ -63,15 +65,64 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         return t
 
 
+_ARRAY_SLOT = Tensor._data  # the slot descriptor, reached past the guard below
+
+
 class UninitializedTensorMixin:
-    """A placeholder without a shape; ``materialize(shape)`` turns it into ``cls_to_become``."""
+    """A placeholder without a shape; ``materialize(shape)`` turns it into ``cls_to_become``.
+
+    Every op reads its operands' arrays through ``_data``; the placeholder's guards that read,
+    so any op on it fails with PyTorch's ValueError, while metadata (dtype, device,
+    requires_grad) and the casts a module's ``to()`` makes keep working."""
     cls_to_become = None
 
+    @property
+    def _data(self):
+        op = sys._getframe(1).f_code.co_name
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {op}. This error happens when you "
+            "are using a `LazyModule` or explicitly manipulating "
+            "`ember.nn.parameter.UninitializedParameter` objects. When using LazyModules Call "
+            "`forward` with a dummy batch to initialize the parameters before calling ember "
+            "functions")
+
+    @_data.setter
+    def _data(self, array):
+        _ARRAY_SLOT.__set__(self, array)
+
+    def _converted(self, method, *args, **kwargs):
+        """A module's ``to()``/``double()``… on a placeholder: a placeholder of the new dtype and
+        device (PyTorch lets these through too)."""
+        plain = _wrap_with(_ARRAY_SLOT.__get__(self), self._dtype, self._device, self._backend)
+        converted = getattr(plain, method)(*args, **kwargs)
+        if converted is plain:
+            return self
+        return type(self)(self.requires_grad, converted._device, converted._dtype)
+
+    @property
+    def data(self):
+        return _wrap_with(_ARRAY_SLOT.__get__(self), self._dtype, self._device, self._backend)
+
+    @data.setter
+    def data(self, value):
+        if isinstance(value, UninitializedTensorMixin):
+            value = value.data
+        Tensor.data.fset(self, value)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = self._converted("to", copy=True)
+            if hasattr(self, "persistent"):
+                memo[id(self)].persistent = self.persistent
+        return memo[id(self)]
+
+    def size(self, dim=None):
+        plain = _wrap_with(_ARRAY_SLOT.__get__(self), self._dtype, self._device, self._backend)
+        return plain.size(dim)
+
     def materialize(self, shape, device=None, dtype=None):
-        if device is None:
-            device = self.data.device
-        if dtype is None:
-            dtype = self.data.dtype
+        device = self._device if device is None else device
+        dtype = self._dtype if dtype is None else dtype
         self.data = _ops.empty(shape, device=device, dtype=dtype)
         self.__class__ = self.cls_to_become
 
@@ -97,6 +148,17 @@ class UninitializedTensorMixin:
         return (type(self), (self.requires_grad,))
 
 
+def _conversion(method):
+    def convert(self, *args, **kwargs):
+        return self._converted(method, *args, **kwargs)
+    convert.__name__ = method
+    return convert
+
+
+for _method in ("to", "cpu", "cuda", "type", "half", "float", "double", "bfloat16"):
+    setattr(UninitializedTensorMixin, _method, _conversion(_method))
+
+
 def is_lazy(param):
     """Whether ``param`` is still an uninitialized placeholder."""
     return isinstance(param, UninitializedTensorMixin)
@@ -112,13 +174,6 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
-
-    def __deepcopy__(self, memo):
-        if id(self) in memo:
-            return memo[id(self)]
-        result = type(self)(self.requires_grad, self.data.device, self.data.dtype)
-        memo[id(self)] = result
-        return result
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):

@@ -177,3 +177,22 @@ def test_lazy_module_in_sequential_state_dict_keys(lib):
     assert [tuple(p.shape) for p in s.parameters()] == [(3, 6), (3,), (2, 3), (2,)]
     assert list(s.state_dict()) == ["0.weight", "0.bias", "0.running", "1.weight", "1.bias",
                                     "1.running"]
+
+
+@pytest.mark.parametrize("use", [
+    lambda lib, p: p + 1, lambda lib, p: p.sum(), lambda lib, p: lib.exp(p), lambda lib, p: p[0],
+    lambda lib, p: p.numel(), lambda lib, p: p.detach(), lambda lib, p: lib.nn.functional.linear(
+        lib.ones(2, 3), p),
+])
+def test_ops_on_an_uninitialized_parameter_raise_value_error(use):
+    for lib in (torch, ember):
+        p = lib.nn.UninitializedParameter()
+        with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter in"):
+            use(lib, p)
+
+
+def test_uninitialized_parameter_metadata_and_casts_still_work():
+    p = ember.nn.UninitializedParameter()
+    assert (p.dtype, p.device.type, p.requires_grad, tuple(p.size())) == (ember.float32, "cpu", True, (0,))
+    q = p.double()
+    assert isinstance(q, ember.nn.UninitializedParameter) and q.dtype == ember.float64
