@@ -78,12 +78,51 @@ def test_interpolate_float32_and_area():
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 def test_grid_sample_matches_torch(padding_mode, align_corners, mode):
     def fn(lib, x, grid):
         return lib.nn.functional.grid_sample(x, grid * 1.3, mode=mode, padding_mode=padding_mode,
                                              align_corners=align_corners)
     _compare(fn, (2, 3, 5, 7), (2, 4, 6, 2))
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_volumetric_matches_torch(padding_mode, mode):
+    def fn(lib, x, grid):
+        return lib.nn.functional.grid_sample(x, grid * 1.3, mode=mode, padding_mode=padding_mode,
+                                             align_corners=False)
+    _compare(fn, (2, 3, 4, 5, 6), (2, 3, 4, 2, 3))
+
+
+@pytest.mark.parametrize("input_shape, grid_shape, mode", [
+    ((1, 2, 3, 3, 3), (1, 2, 2, 2, 3), "bicubic"),
+    ((1, 2, 3, 3), (1, 2, 2, 3), "bilinear"),
+    ((1, 2, 3, 3), (2, 2, 2, 2), "bilinear"),
+    ((1, 2, 3, 3, 3), (1, 2, 2, 2), "bilinear"),
+    ((1, 2, 3, 3), (1, 2, 2, 2, 2), "bilinear"),
+    ((1, 2, 3), (1, 2, 1), "bilinear"),
+])
+def test_grid_sample_errors(input_shape, grid_shape, mode):
+    compare_error(lambda lib: lib.nn.functional.grid_sample(
+        lib.zeros(input_shape), lib.zeros(grid_shape), mode=mode, align_corners=False))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size, scale_factor", [((3, 4), None), ((9, 13), None), (None, 0.3),
+                                                (None, (0.5, 2.5))])
+def test_interpolate_antialias_matches_torch(mode, align_corners, size, scale_factor):
+    _compare(lambda lib, x: lib.nn.functional.interpolate(
+        x, size, scale_factor, mode=mode, align_corners=align_corners, antialias=True),
+        (2, 3, 10, 11))
+
+
+@pytest.mark.parametrize("mode, shape", [("nearest", (1, 2, 4, 4)), ("trilinear", (1, 2, 4, 4, 4)),
+                                         ("bilinear", (1, 2, 4, 4, 4)), ("linear", (1, 2, 8))])
+def test_interpolate_antialias_errors(mode, shape):
+    compare_error(lambda lib: lib.nn.functional.interpolate(lib.zeros(shape), scale_factor=0.5,
+                                                            mode=mode, antialias=True))
 
 
 @pytest.mark.parametrize("align_corners", [False, True])

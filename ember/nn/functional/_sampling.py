@@ -5,6 +5,7 @@ it is one small ``(out, in)`` weight matrix per spatial dim applied by a batched
 product; nearest modes gather with ``index_select``. Both are Ember ops, so gradients (of any
 order) come for free.
 """
+import itertools
 import math
 import numbers
 
@@ -81,6 +82,34 @@ def _linear_matrix(xp, ftype, in_size, out_size, scale_factor, align_corners, cu
     return matrix
 
 
+def _antialias_matrix(xp, ftype, in_size, out_size, scale_factor, align_corners, cubic):
+    """PyTorch's (and PIL's) antialiased resampling weights: when shrinking, the filter is
+    stretched by the scale so every input pixel contributes, and each row is normalised to sum
+    to one. Bicubic uses Keys' A = -0.5 here, not the -0.75 of plain bicubic."""
+    scale = ftype(_scale(in_size, out_size, scale_factor, align_corners))
+    taps = 4 if cubic else 2
+    support = taps * ftype(0.5) * (scale if scale >= 1 else ftype(1))
+    inverse_scale = ftype(1) / scale if scale >= 1 else ftype(1)
+    centers = scale * (xp.arange(out_size, dtype=ftype) + ftype(0.5))
+    # the window each output reads, truncated toward zero as in PyTorch's integer casts
+    first = xp.maximum((centers - support + ftype(0.5)).astype(xp.int64), 0)
+    last = xp.minimum((centers + support + ftype(0.5)).astype(xp.int64), in_size)
+    last = xp.minimum(last, first + int(math.ceil(support)) * 2 + 1)
+    columns = xp.arange(in_size)
+    distance = xp.abs((columns[None, :] - centers[:, None] + ftype(0.5)) * inverse_scale)
+    if cubic:
+        a = ftype(-0.5)
+        near = ((a + 2) * distance - (a + 3)) * distance * distance + 1
+        far = ((a * distance - 5 * a) * distance + 8 * a) * distance - 4 * a
+        weights = xp.where(distance < 1, near, xp.where(distance < 2, far, ftype(0)))
+    else:
+        weights = xp.maximum(ftype(1) - distance, ftype(0))
+    window = (columns[None, :] >= first[:, None]) & (columns[None, :] < last[:, None])
+    weights = xp.where(window, weights, ftype(0)).astype(ftype)
+    totals = weights.sum(axis=1, keepdims=True)
+    return xp.where(totals != 0, weights / xp.where(totals != 0, totals, ftype(1)), weights)
+
+
 def _output_sizes(input, size, scale_factor, recompute_scale_factor):
     dims = input.ndim - 2
     if size is not None and scale_factor is not None:
@@ -115,8 +144,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "linear | bilinear | bicubic | trilinear")
     else:
         align_corners = bool(align_corners)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by Ember")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
+                         "and requires a 4-D tensor as input")
     known = mode in ("nearest", "nearest-exact", "area") or mode in _LINEAR_RANK
     if not known or input.ndim not in (3, 4, 5):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
@@ -140,7 +170,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ftype = _compute_dtype(input)
     matrices = []
     for n, o, s in zip(spatial, sizes, scales):
-        matrix = _linear_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
+        if antialias:
+            matrix = _antialias_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
+        else:
+            matrix = _linear_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
         matrices.append(_wrap(xp.asarray(matrix, dtype=input._dtype.np), input._dtype, input))
     return apply_along_spatial(input, matrices)
 
@@ -176,8 +209,9 @@ def _reflect(coord, twice_low, twice_high):
     return (extra + low).where(flips.remainder(2) == 0, span - extra + low)
 
 
-def _source_coordinates(coord, size, padding_mode, align_corners):
-    coord = _unnormalize(coord, size, align_corners)
+def _source_coordinates(coord, size, padding_mode, align_corners, normalized=True):
+    if normalized:
+        coord = _unnormalize(coord, size, align_corners)
     if padding_mode == "border":
         coord = coord.clamp(0, size - 1)
     elif padding_mode == "reflection":
@@ -189,14 +223,58 @@ def _source_coordinates(coord, size, padding_mode, align_corners):
     return coord
 
 
-def _gather_2d(input, ys, xs):
-    """``input[n, :, ys, xs]`` with zeros where ``(ys, xs)`` lies outside the image."""
-    n, c, h, w = input.shape
-    inside = (ys >= 0) & (ys < h) & (xs >= 0) & (xs < w)
-    flat = ys.clamp(0, h - 1) * w + xs.clamp(0, w - 1)
-    index = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
-    values = input.reshape(n, c, h * w).gather(2, index).reshape((n, c) + tuple(ys.shape[1:]))
+def _gather(input, indices):
+    """``input[n, :, i_1, …, i_d]`` for one integer index tensor per spatial dim (each shaped
+    like the grid without its last dim), with zeros where the point lies outside the input."""
+    n, c = input.shape[:2]
+    inside = flat = None
+    for index, size in zip(indices, input.shape[2:]):
+        in_range = (index >= 0) & (index < size)
+        inside = in_range if inside is None else inside & in_range
+        clamped = index.clamp(0, size - 1)
+        flat = clamped if flat is None else flat * size + clamped
+    gather_index = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
+    values = input.reshape(n, c, -1).gather(2, gather_index)
+    values = values.reshape((n, c) + tuple(indices[0].shape[1:]))
     return values * inside.unsqueeze(1).to(input.dtype)
+
+
+def _check_grid(input, grid, mode):
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        expected = 4 if input.ndim == 4 else 5  # what PyTorch's message names
+        raise RuntimeError(f"grid_sampler(): expected {expected}D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and grid "
+                           f"with sizes {list(grid.shape)}")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+
+
+def _cubic_weights(t):
+    """The four cubic-convolution weights (A = -0.75) of taps at offsets -1, 0, 1, 2."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bounded_tap(index, size, padding_mode, align_corners):
+    """A bicubic tap's integer coordinate after padding: PyTorch pads each of the 4x4 taps,
+    not the sampling point."""
+    if padding_mode == "zeros":
+        return index
+    return _source_coordinates(index.to(dt.float32), size, padding_mode, align_corners,
+                               normalized=False).long()
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
@@ -206,31 +284,40 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4 or mode == "bicubic":
-        raise NotImplementedError("grid_sample: Ember supports 4-D input with bilinear or "
-                                  "nearest modes only")
-    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, and "
-                           f"the same batch size as input, but got grid with sizes "
-                           f"{list(grid.shape)}")
+    _check_grid(input, grid, mode)
     align_corners = bool(align_corners)
-    h, w = input.shape[2:]
-    xs = _source_coordinates(grid[..., 0], w, padding_mode, align_corners)
-    ys = _source_coordinates(grid[..., 1], h, padding_mode, align_corners)
+    spatial = tuple(input.shape[2:])
+    # grid's last dim lists x (the last spatial dim) first
+    coords = [grid[..., len(spatial) - 1 - i] for i in range(len(spatial))]
+    if mode == "bicubic":
+        points = [_unnormalize(c, n, align_corners) for c, n in zip(coords, spatial)]
+        bases = [p.detach().floor() for p in points]
+        weights = [_cubic_weights(p - b) for p, b in zip(points, bases)]
+        taps = [[_bounded_tap(b.long() + k - 1, n, padding_mode, align_corners) for k in range(4)]
+                for b, n in zip(bases, spatial)]
+        out = 0
+        for (y, wy), (x, wx) in itertools.product(zip(taps[0], weights[0]),
+                                                   zip(taps[1], weights[1])):
+            out = out + _gather(input, (y, x)) * (wy * wx).unsqueeze(1)
+        return out
+    points = [_source_coordinates(c, n, padding_mode, align_corners)
+              for c, n in zip(coords, spatial)]
     if mode == "nearest":
-        out = _gather_2d(input, ys.detach().round().long(), xs.detach().round().long())
+        out = _gather(input, [p.detach().round().long() for p in points])
         # PyTorch gives the grid a zero gradient here, not none
-        return out + ((xs + ys) * 0).unsqueeze(1) if grid.requires_grad else out
-    x0 = xs.detach().floor()
-    y0 = ys.detach().floor()
-    wx1, wy1 = xs - x0, ys - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    x0, y0 = x0.long(), y0.long()
-    x1, y1 = x0 + 1, y0 + 1
+        return out + (sum(points) * 0).unsqueeze(1) if grid.requires_grad else out
+    # (bi/tri)linear: the 2^d corners around each point, weighted by the opposite volumes
+    lows = [p.detach().floor() for p in points]
+    fractions = [p - low for p, low in zip(points, lows)]
+    lows = [low.long() for low in lows]
     out = 0
-    for yi, xi, weight in ((y0, x0, wy0 * wx0), (y0, x1, wy0 * wx1), (y1, x0, wy1 * wx0),
-                           (y1, x1, wy1 * wx1)):
-        out = out + _gather_2d(input, yi, xi) * weight.unsqueeze(1)
+    for corner in itertools.product((0, 1), repeat=len(spatial)):
+        weight = None
+        for upper, fraction in zip(corner, fractions):
+            factor = fraction if upper else 1 - fraction
+            weight = factor if weight is None else weight * factor
+        out = out + _gather(input, [low + upper for low, upper in zip(lows, corner)]) * \
+            weight.unsqueeze(1)
     return out
 
 
