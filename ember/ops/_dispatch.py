@@ -246,3 +246,22 @@ __all__ = ["Tensor", "Node", "needs_grad", "record", "record_multi", "binary_ope
            "as_tensor_on", "wrap_dim", "wrap_dims", "device_mismatch", "_wrap", "_wrap_with",
            "_default_device", "to_float_dtype", "dtype_name", "check_out_dtype",
            "scalar_or_data", "reuse_temporary", "wrap_int"]
+
+
+_SAME_WIDTH_INT = {2: "int16", 4: "int32", 8: "int64"}
+
+
+def keep_or_zero(xp, keep, values):
+    """``values`` where the boolean array ``keep`` holds, +0 elsewhere — exactly, even where a
+    dropped value is NaN or infinite (``values * keep`` would give NaN there). For float arrays
+    of ``keep``'s shape this is an AND of the bits with an all-ones/all-zeros mask, several
+    times faster than ``where`` on NumPy, which is the hot path of every ReLU backward."""
+    int_name = _SAME_WIDTH_INT.get(values.dtype.itemsize)
+    if values.dtype.kind != "f" or int_name is None or keep.shape != values.shape:
+        return xp.where(keep, values, values.dtype.type(0))
+    int_type = getattr(xp, int_name)
+    mask = keep.view(xp.int8).astype(int_type)
+    xp.negative(mask, out=mask)  # True -> all bits set
+    bits = xp.ascontiguousarray(values).view(int_type)
+    return xp.bitwise_and(bits, mask, out=mask).view(values.dtype)
+

@@ -8,7 +8,7 @@ positive number in ``elu``) are clamped first: a ``where`` gradient of ``0 * inf
 import math
 
 from .. import _dtype as dt
-from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
+from ._dispatch import Node, needs_grad, record, _wrap, dtype_name, keep_or_zero
 from .elementwise import _sigmoid, where
 from .creation import zeros_like
 from .inplace import inplace
@@ -66,8 +66,7 @@ class ThresholdBackwardBackward0(Node):
 
 
 def _relu_grad(grad, y):
-    xp = y._backend.xp
-    res = _wrap(xp.where(y._data > 0, grad._data, grad._data.dtype.type(0)), grad._dtype, grad)
+    res = _wrap(keep_or_zero(y._backend.xp, y._data > 0, grad._data), grad._dtype, grad)
     if needs_grad(grad, y):  # only under create_graph: backward runs with grad mode off
         record(ThresholdBackwardBackward0, (grad, y), res, save=(y,))
     return res
