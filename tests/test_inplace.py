@@ -444,3 +444,11 @@ def test_fill_copy_errors(fn):
         fn(torch)
     with pytest.raises(RuntimeError):
         fn(ember)
+
+
+def test_in_place_ops_on_empty_tensors_as_torch():
+    # NumPy gives empty arrays zero strides; that is not an overlapping write
+    for lib in (torch, ember):
+        assert tuple(lib.ones(2, 0).clamp_(min=0.0).shape) == (2, 0)
+        assert tuple(lib.ones(3, 0, 2).add_(1).shape) == (3, 0, 2)
+        assert tuple(lib.zeros(0).exp_().shape) == (0,)

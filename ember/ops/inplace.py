@@ -111,8 +111,9 @@ def _store(self, data, allow_overlap=False):
     """``self[...] = data``. Like PyTorch, only a fill may write into memory that several elements
     of ``self`` share (an expanded tensor)."""
     target = self._data
-    if not allow_overlap and any(stride == 0 and size > 1
-                                 for size, stride in zip(target.shape, target.strides)):
+    # An empty array may report stride 0 (NumPy's choice); it has no element to overlap.
+    if not allow_overlap and target.size and any(
+            stride == 0 and size > 1 for size, stride in zip(target.shape, target.strides)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")
@@ -178,8 +179,14 @@ class CopySlices(Node):
         with _NoGrad():
             keep = _wrap(grad._backend.xp.ones(grad._data.shape, dtype=grad._data.dtype),
                          grad._dtype, grad)
+            if grad._dtype._kind == 3:  # a .real/.imag view covers one part: mask parts apart
+                keep._data.imag = 1
             replay(keep)._data[...] = 0
-        g_base = grad * keep if self._edges[0] is not None else None
+        if grad._dtype._kind == 3 and self._edges[0] is not None:
+            from .complex import view_as_real, view_as_complex
+            g_base = view_as_complex(view_as_real(grad) * view_as_real(keep))
+        else:
+            g_base = grad * keep if self._edges[0] is not None else None
         g_value = replay(grad) if self._edges[1] is not None else None
         return g_base, g_value
 
