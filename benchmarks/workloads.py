@@ -124,15 +124,13 @@ workload("matmul_2048", "2048x2048 @ 2048x2048 float32 matmul",
          numpy_baseline=True, target=("numpy", 1.2))(_matmul(2048))
 
 
-# Workloads of later areas live in files of their own and register themselves on import.
+# Workloads of later areas live in files of their own (workloads_<area>.py, next to this one)
+# and register themselves on import.
 def _import_area_workloads():
     import importlib
-    for area in ("nn", "nn_mlp", "optim", "data"):
-        try:
-            importlib.import_module(f"workloads_{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"workloads_{area}":
-                raise
+    from pathlib import Path
+    for path in sorted(Path(__file__).parent.glob("workloads_*.py")):
+        importlib.import_module(path.stem)
 
 
 _import_area_workloads()
