@@ -1,0 +1,134 @@
+import math
+
+import numpy as np
+
+import ember
+from .._random import numpy_generator
+from .._tensor import Size
+from ..ops._dispatch import _wrap
+from ..ops.creation import _to_backend
+from . import constraints
+from .distribution import Distribution
+from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Categorical"]
+
+
+def _sample_categories(probs_2d, num_samples):
+    """``num_samples`` category indices per row of (unnormalised) probabilities, by inverse CDF
+    on the default generator's stream: shape ``(num_samples, rows)``."""
+    rows = probs_2d._backend.to_numpy(probs_2d.detach()._data).astype(np.float64)
+    if not (np.isfinite(rows).all() and (rows >= 0).all()):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    cumulative = np.cumsum(rows, axis=-1)
+    if (cumulative[:, -1] <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    u = numpy_generator(None).random((num_samples, rows.shape[0]))
+    # One sorted search for all rows: row r's normalised CDF is shifted into [r, r + 1].
+    n_rows, n_events = rows.shape
+    offsets = np.arange(n_rows, dtype=np.float64)
+    shifted_cdf = (cumulative / cumulative[:, -1:] + offsets[:, None]).ravel()
+    flat = np.searchsorted(shifted_cdf, (u + offsets).ravel(), side="right")
+    picks = flat.reshape(num_samples, n_rows) - (offsets * n_events).astype(np.int64)
+    # Rounding can put u at the total: never pick past the last category with mass.
+    last_nonzero = n_events - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
+    picks = np.minimum(picks, last_nonzero[None, :]).astype(np.int64)
+    return _wrap(_to_backend(picks, probs_2d.device), ember.int64, probs_2d)
+
+
+class Categorical(Distribution):
+    """Categorical distribution over ``{0, ..., K-1}`` given by ``probs`` or ``logits``."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            if probs.dim() < 1:
+                raise ValueError("`probs` parameter must be at least one-dimensional.")
+            self.probs = probs / probs.sum(-1, keepdim=True)
+        else:
+            if logits.dim() < 1:
+                raise ValueError("`logits` parameter must be at least one-dimensional.")
+            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+        self._param = self.probs if probs is not None else self.logits
+        self._num_events = self._param.size()[-1]
+        batch_shape = self._param.size()[:-1] if self._param.ndimension() > 1 else Size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Categorical, _instance)
+        batch_shape = Size(batch_shape)
+        param_shape = batch_shape + Size((self._num_events,))
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(param_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(param_shape)
+            new._param = new.logits
+        new._num_events = self._num_events
+        super(Categorical, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new_tensor(*args, **kwargs)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    @property
+    def mean(self):
+        return ember.full(self._extended_shape(), math.nan, dtype=self.probs.dtype,
+                          device=self.probs.device)
+
+    @property
+    def mode(self):
+        return self.probs.argmax(dim=-1)
+
+    @property
+    def variance(self):
+        return ember.full(self._extended_shape(), math.nan, dtype=self.probs.dtype,
+                          device=self.probs.device)
+
+    def sample(self, sample_shape=Size()):
+        if not isinstance(sample_shape, Size):
+            sample_shape = Size(sample_shape)
+        probs_2d = self.probs.reshape(-1, self._num_events)
+        samples_2d = _sample_categories(probs_2d, sample_shape.numel())
+        return samples_2d.reshape(self._extended_shape(sample_shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value = value.long().unsqueeze(-1)
+        value, log_pmf = ember.broadcast_tensors(value, self.logits)
+        value = value[..., :1]
+        return log_pmf.gather(-1, value).squeeze(-1)
+
+    def entropy(self):
+        min_real = float(finfo(self.logits.dtype).min)
+        logits = ember.clamp(self.logits, min=min_real)
+        p_log_p = logits * self.probs
+        return -p_log_p.sum(-1)
+
+    def enumerate_support(self, expand=True):
+        values = ember.arange(self._num_events, dtype=ember.long, device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values
