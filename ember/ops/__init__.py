@@ -114,7 +114,7 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
 from .._submodules import import_module_if_present as _import_if_present
 
 for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extra",
-                "decompositions"):
+                "decompositions", "tensor_api"):
     _module = _import_if_present(f"{__name__}.{_family}")
     if _module is None:
         continue
@@ -127,6 +127,11 @@ for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extr
 
 
 # ---- Python operators ------------------------------------------------------------------------
+# The builtin ``complex``: the family loop above binds ``complex`` to the op (torch.complex).
+import builtins as _builtins  # noqa: E402
+_OPERAND_TYPES = (Tensor, int, float, bool, _builtins.complex)
+
+
 def _reflect(fn):
     def method(self, other):
         return fn(other, self)
@@ -137,7 +142,7 @@ def _binary_operator(fn, ufunc_name=None):
     """``fn`` as an operator method; with ``ufunc_name``, a large temporary left operand lends
     its buffer to the result, as in NumPy (see ``_dispatch.reuse_temporary``)."""
     def method(self, other):
-        if not isinstance(other, (Tensor, int, float, bool, complex)) and not hasattr(other, "dtype"):
+        if not isinstance(other, _OPERAND_TYPES) and not hasattr(other, "dtype"):
             return NotImplemented
         if ufunc_name is not None and self._data.nbytes >= _ELIDE_MIN_BYTES:
             result = _reuse_temporary(self, other, ufunc_name)

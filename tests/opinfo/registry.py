@@ -3,7 +3,7 @@ import importlib
 
 _FAMILIES = ["elementwise", "reduce", "shape", "indexing", "linalg", "creation",
              # the op catalogue: one table per ember/ops/ family file
-             "sorting", "special", "spectral", "complex", "cumulative", "extra", "decompositions"]
+             "sorting", "special", "spectral", "complex", "cumulative", "extra", "decompositions", "tensor_api"]
 ALL_OPS = []
 for _family in _FAMILIES:
     try:
