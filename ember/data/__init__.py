@@ -1,0 +1,1 @@
+"""Data files that ship with Ember (DIGITS.md gives the digits data set's source and licence)."""
