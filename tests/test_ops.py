@@ -19,7 +19,8 @@ def _cases(kind):
                 for dtype in op.dtypes:
                     yield pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}")
             elif kind == "grad":
-                for dtype in [d for d in op.dtypes if d in ("float32", "float64")]:
+                for dtype in [d for d in op.dtypes if d in ("float32", "float64", "complex64",
+                                                            "complex128")]:
                     yield pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}")
             else:
                 yield pytest.param(op, sample, id=f"{op.name}-{i}")

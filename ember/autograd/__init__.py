@@ -29,7 +29,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
             if out._requires_grad:
                 if out._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not (out._dtype.is_floating_point or out._dtype.is_complex):
+                if not out._dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                        f"but got {out._dtype}")
                 g = ones_like(out)
@@ -79,7 +79,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched).
 
-    ``inputs`` may be a dict of named tensors; the result is then a dict with the same keys."""
+    ``inputs`` may be a dict of named tensors; the result is then a dict with the same keys.
+
+    >>> import ember
+    >>> x = ember.tensor(3.0, requires_grad=True)
+    >>> (dx,) = ember.autograd.grad(x ** 3, x, create_graph=True)
+    >>> dx, ember.autograd.grad(dx, x)[0]
+    (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
+    """
     if isinstance(inputs, dict):
         names = list(inputs)
         grads = grad(outputs, [inputs[n] for n in names], grad_outputs, retain_graph, create_graph,

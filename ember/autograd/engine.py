@@ -70,6 +70,8 @@ def _adjust(grad, meta, node, index):
                                f"compatible with {list(shape)}")
         grad = grad.sum_to_size(shape)
     if grad._dtype is not dtype:
+        if grad._dtype._kind == 3 and dtype._kind != 3:
+            grad = grad.real  # a real input takes the real part, as in PyTorch
         grad = grad.to(dtype)
     if grad._device is not device:
         grad = grad.to(device)

@@ -99,6 +99,9 @@ _INPLACE = [
     "bitwise_xor", "bitwise_not", "masked_fill", "scatter", "scatter_add", "index_add",
     "tril", "triu", "cumsum", "cumprod", "eq", "ne", "lt", "le", "gt", "ge", "negative",
     "multiply", "subtract", "divide", "xlogy", "relu",
+    "addbmm", "addmm", "addmv", "baddbmm", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctanh", "arctan2", "bitwise_left_shift", "bitwise_right_shift", "fix", "greater",
+    "greater_equal", "less", "less_equal", "not_equal",
     *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
 ]
 for _name in _INPLACE:

@@ -180,6 +180,15 @@ def _check_int_range(leaves, dtype):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (a nested list, a NumPy array, a scalar, a tensor).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> ember.tensor([0.5, 2.0], dtype=ember.float64, requires_grad=True)
+    tensor([0.5000, 2.0000], dtype=ember.float64, requires_grad=True)
+    """
     device = resolve_device(device)
     if isinstance(data, Tensor):
         src = data.detach()
@@ -300,6 +309,14 @@ def _num(x):
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False,
            layout=None):
+    """Values from ``start`` to ``end`` (exclusive) in steps of ``step``.
+
+    >>> import ember
+    >>> ember.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> ember.arange(1, 2.5, 0.5)
+    tensor([1.0000, 1.5000, 2.0000])
+    """
     if end is None:
         start, end = 0, start
     start, end, step = _num(start), _num(end), _num(step)

@@ -37,6 +37,19 @@ def _zeros_like(t):
     return _wrap(t._backend.xp.zeros_like(t._data), t._dtype, t)
 
 
+def _conj(x):
+    """``x`` conjugated where complex, else ``x`` itself: a complex input's gradient is
+    ``grad * conj(derivative)`` (PyTorch's convention), which is ``grad * derivative`` for reals."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._dtype._kind == 3 else x
+    return x.conjugate() if type(x) is complex else x
+
+
+def _complex_sgn(z):
+    from .complex import sgn
+    return sgn(z)
+
+
 def _not_implemented(kernel, dtype):
     return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dtype)}'")
 
@@ -124,8 +137,8 @@ class MulBackward0(Node):
 
     def backward(self, grad):
         a, b = self.saved_tensors
-        ga = None if self._edges[0] is None else grad * (b if b is not None else self.scalar)
-        gb = None if self._edges[1] is None else grad * a
+        ga = None if self._edges[0] is None else grad * _conj(b if b is not None else self.scalar)
+        gb = None if self._edges[1] is None else grad * _conj(a)
         return ga, gb
 
 
@@ -150,11 +163,12 @@ class DivBackward0(Node):
     def backward(self, grad):
         a, b = self.saved_tensors
         if b is None:
-            return grad / self.scalar, None
+            return grad / _conj(self.scalar), None
+        b = _conj(b)
         ga = None if self._edges[0] is None else grad / b
         if self._edges[1] is None:
             return ga, None
-        numerator = a if a is not None else self.scalar
+        numerator = _conj(a if a is not None else self.scalar)
         return ga, -grad * numerator / (b * b)
 
 
@@ -285,7 +299,7 @@ class PowBackward0(Node):
         e = self.exponent
         if e == 0:
             return _zeros_like(grad)
-        return grad * (e * base.pow(e - 1))
+        return grad * _conj(e * base.pow(e - 1))
 
 
 class PowBackward1(Node):
@@ -297,10 +311,10 @@ class PowBackward1(Node):
         base, exponent, result = self.saved_tensors
         gb = ge = None
         if self._edges[0] is not None:
-            gb = where(exponent == 0, _zeros_like(grad), grad * (exponent * base.pow(exponent - 1)))
+            gb = where(exponent == 0, _zeros_like(grad), grad * _conj(exponent * base.pow(exponent - 1)))
         if self._edges[1] is not None:
             ln_base = where((base == 0) & (exponent >= 0), _zeros_like(result), result * base.log())
-            ge = grad * ln_base
+            ge = grad * _conj(ln_base)
         return gb, ge
 
 
@@ -560,6 +574,8 @@ def signbit(input):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if isinstance(other, Tensor) and other._dtype is not input._dtype:
+        raise RuntimeError(f"{dtype_name(input._dtype)} did not match {dtype_name(other._dtype)}")
     a, b, _ = binary_operands(input, other)
     return _wrap(input._backend.xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan),
                  dt.bool, input)
@@ -582,9 +598,13 @@ class UnaryBackward(Node):
     __slots__ = ()
     formula = None
     saves = "x"
+    holomorphic = True
 
     def backward(self, grad):
         saved = self.saved_tensors
+        if saved and saved[0]._dtype._kind == 3 and self.holomorphic:
+            # conj(f'(z)) == f'(conj(z)) for these real-coefficient functions
+            saved = (saved[0].conj(),)
         if self.saves == "x":
             return type(self).formula(grad, saved[0], None)
         if self.saves == "y":
@@ -637,7 +657,8 @@ _UNARY = {
     "erfinv": (lambda b, x: b.erfinv(x),
                lambda g, x, y: g * _SQRT_PI_OVER_2 * (y * y).exp(), "y", "float"),
     "neg": (lambda b, x: b.xp.negative(x), lambda g, x, y: -g, "", "keep"),
-    "abs": (lambda b, x: b.xp.abs(x), lambda g, x, y: g * x.sign(), "x", "keep"),
+    "abs": (lambda b, x: b.xp.abs(x),
+            lambda g, x, y: g * (_complex_sgn(x) if x._dtype._kind == 3 else x.sign()), "x", "keep"),
     "sign": (lambda b, x: b.xp.sign(x), _zero_grad, "", "keep"),
     "frac": (lambda b, x: x - b.xp.trunc(x), lambda g, x, y: g, "", "float_only"),
     "floor": (lambda b, x: b.xp.floor(x), _zero_grad, "", "round"),
@@ -673,7 +694,8 @@ def _check_unary_dtype(name, d, policy):
 
 def _make_unary(name, fwd, formula, saves, policy):
     node_cls = type(f"{name.capitalize()}Backward0", (UnaryBackward,),
-                    {"__slots__": (), "formula": staticmethod(formula), "saves": saves})
+                    {"__slots__": (), "formula": staticmethod(formula), "saves": saves,
+                     "holomorphic": name != "abs"})
 
     def op(input, *, out=None):
         d = input._dtype
@@ -686,6 +708,8 @@ def _make_unary(name, fwd, formula, saves, policy):
             x = input._data
         data = fwd(input._backend, x)
         if data.dtype != d.np:
+            if name == "abs" and d._kind == 3:
+                d = d.to_real()
             data = data.astype(d.np)
         res = _wrap(data, d, input)
         if _needs(input):
@@ -848,6 +872,13 @@ class WhereBackward0(Node):
 
 
 def where(condition, input=None, other=None):
+    """Elements of ``input`` where ``condition`` holds, of ``other`` elsewhere (broadcast together).
+
+    >>> import ember
+    >>> x = ember.tensor([-1.0, 2.0, -3.0])
+    >>> ember.where(x > 0, x, 0.0)
+    tensor([0., 2., 0.])
+    """
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     tin, toth = _tensor_or_none(input), _tensor_or_none(other)

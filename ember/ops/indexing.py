@@ -547,6 +547,11 @@ def take_along_dim(input, indices, dim=None):
 
 
 def take(input, index):
+    numel = input.numel()
+    if index.numel() and not -numel <= int(index._data.min()) <= int(index._data.max()) < numel:
+        bad = int(index._data.max()) if int(index._data.max()) >= numel else int(index._data.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} "
+                         "elements.")
     return input.reshape(-1)[index]
 
 

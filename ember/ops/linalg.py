@@ -3,6 +3,7 @@ exact by multiplying in float32); the composite ones (``tensordot``, ``einsum``)
 reshapes around ``matmul``, so their gradients come from it."""
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name
+from .elementwise import _conj
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum"]
@@ -16,7 +17,7 @@ class MmBackward0(Node):
         a, b = self.saved_tensors
         a_vec, b_vec = self.a_vec, self.b_vec
         if a_vec and b_vec:
-            return (None if b is None else grad * b), (None if a is None else grad * a)
+            return (None if b is None else grad * _conj(b)), (None if a is None else grad * _conj(a))
         # Lift vectors to matrices so one rule serves every other case.
         if a_vec:
             a = None if a is None else a.unsqueeze(0)
@@ -26,11 +27,11 @@ class MmBackward0(Node):
             grad = grad.unsqueeze(-1)
         ga = gb = None
         if self._edges[0] is not None:
-            ga = grad.matmul(b.mT)
+            ga = grad.matmul(_conj(b).mT)
             if a_vec:
                 ga = ga.squeeze(-2)
         if self._edges[1] is not None:
-            gb = a.mT.matmul(grad)
+            gb = _conj(a).mT.matmul(grad)
             if b_vec:
                 gb = gb.squeeze(-1)
         return ga, gb
@@ -189,7 +190,9 @@ def dot(input, other, *, out=None):
     return matmul(input, other, out=out)
 
 
-vdot = dot
+def vdot(input, other, *, out=None):
+    """``dot`` with ``input`` conjugated first."""
+    return dot(_conj(input), other, out=out)
 
 
 def outer(input, vec2):
@@ -224,9 +227,9 @@ class AddmmBackward0(Node):
             g_input = grad if beta == 1 else grad * beta
         scaled = grad if alpha == 1 else grad * alpha
         if self._edges[1] is not None:
-            g_a = scaled.matmul(b.mT)
+            g_a = scaled.matmul(_conj(b).mT)
         if self._edges[2] is not None:
-            g_b = a.mT.matmul(scaled)
+            g_b = _conj(a).mT.matmul(scaled)
         return g_input, g_a, g_b
 
 

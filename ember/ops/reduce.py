@@ -191,7 +191,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return res
 
 
-def nanmean(input, dim=None, keepdim=False):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    if input._dtype._kind < 2:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {dtype_name(input._dtype)}")
+    if dtype is not None:
+        input = input.to(dtype)
     valid = ~input.isnan()
     return nansum(input, dim, keepdim) / valid.sum(dim, keepdim)
 

@@ -594,8 +594,12 @@ class SplitBackward0(Node):
 def tensor_split(input, indices_or_sections, dim=0):
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
+    if isinstance(indices_or_sections, Tensor) and indices_or_sections.ndim == 0:
+        indices_or_sections = int(indices_or_sections.item())
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         q, r = divmod(size, n)
         sections = [q + 1] * r + [q] * (n - r)
     else:
@@ -614,12 +618,23 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks), d)
 
 
+def _split_checked(name, input, sections, d, min_dims):
+    if input.ndim < min_dims:
+        raise RuntimeError(f"ember.{name} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {input.ndim} dimensions!")
+    if isinstance(sections, int) and sections != 0 and input.shape[d] % sections:
+        raise RuntimeError(f"ember.{name} attempted to split along dimension {d}, but the size "
+                           f"of the dimension {input.shape[d]} is not divisible by the "
+                           f"split_size {sections}!")
+    return tensor_split(input, sections, d)
+
+
 def hsplit(input, sections):
-    return tensor_split(input, sections, 1 if input.ndim > 1 else 0)
+    return _split_checked("hsplit", input, sections, 1 if input.ndim > 1 else 0, 1)
 
 
 def vsplit(input, sections):
-    return tensor_split(input, sections, 0)
+    return _split_checked("vsplit", input, sections, 0, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -665,6 +680,12 @@ class CatBackward0(Node):
 
 
 def cat(tensors, dim=0, *, out=None):
+    """Concatenate tensors along an existing dimension ``dim``.
+
+    >>> import ember
+    >>> ember.cat([ember.zeros(1, 2), ember.ones(2, 2)]).shape
+    ember.Size([3, 2])
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -704,6 +725,13 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None):
+    """Join tensors of one shape along a new dimension ``dim``.
+
+    >>> import ember
+    >>> ember.stack([ember.tensor([1, 2]), ember.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -753,14 +781,29 @@ def column_stack(tensors):
     return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 
+def _each_tensor(fn):
+    """PyTorch's atleast_nd also takes several tensors, or one sequence, and returns a tuple."""
+    def op(*tensors):
+        if len(tensors) == 1 and isinstance(tensors[0], Tensor):
+            return fn(tensors[0])
+        if len(tensors) == 1:
+            tensors = tensors[0]
+        return tuple(fn(t) for t in tensors)
+    op.__name__ = op.__qualname__ = fn.__name__
+    return op
+
+
+@_each_tensor
 def atleast_1d(t):
     return t.reshape(1) if t.ndim == 0 else t
 
 
+@_each_tensor
 def atleast_2d(t):
     return t.reshape(1, -1) if t.ndim < 2 else t
 
 
+@_each_tensor
 def atleast_3d(t):
     if t.ndim == 0:
         return t.reshape(1, 1, 1)

@@ -16,11 +16,12 @@ import ember
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+COMPLEX_DTYPES = ("complex64", "complex128")
 
 # Forward tolerance per dtype (rtol, atol).
 TOL = {
     "float64": (1e-7, 1e-7), "float32": (1.3e-5, 1e-5), "float16": (1e-3, 1e-3),
-    "bfloat16": (1.6e-2, 1e-2),
+    "bfloat16": (1.6e-2, 1e-2), "complex64": (1.3e-5, 1e-5), "complex128": (1e-7, 1e-7),
 }
 
 
@@ -63,6 +64,8 @@ def make_array(rng, shape, dtype, domain=(-2.0, 2.0)):
     lo, hi = domain
     if dtype == "bool":
         return rng.random(shape) > 0.5
+    if dtype in COMPLEX_DTYPES:
+        return rng.uniform(lo, hi, size=shape) + 1j * rng.uniform(lo, hi, size=shape)
     if dtype in INT_DTYPES:
         lo_i = 0 if dtype == "uint8" else int(np.floor(lo * 3))
         return rng.integers(lo_i, max(int(np.ceil(hi * 3)), lo_i + 1) + 1, size=shape).astype(dtype)
@@ -104,7 +107,7 @@ def ember_to_numpy(e):
 
 
 def torch_to_numpy(t):
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()
     if t.dtype == torch.bfloat16:
         t = t.float()
     return t.numpy()
@@ -144,7 +147,7 @@ def build_inputs(op, sample, dtype, device, requires_grad, seed=0):
             arr = op.make_input(rng, shape, dtype, i)
         else:
             arr = make_array(rng, shape, dtype, op.domain)
-        wants = requires_grad and dtype in FLOAT_DTYPES and (op.grad_inputs is None or i in op.grad_inputs)
+        wants = requires_grad and dtype in FLOAT_DTYPES + COMPLEX_DTYPES and (op.grad_inputs is None or i in op.grad_inputs)
         in_dtype = dtype
         if isinstance(arr, np.ndarray) and arr.dtype.kind in "iub" and dtype in FLOAT_DTYPES:
             in_dtype = {"b": "bool"}.get(arr.dtype.kind, "int64")
@@ -182,7 +185,12 @@ def check_backward(op, sample, dtype, device):
     t_cot, e_cot = [], []
     for t in t_outs:
         c = rng.uniform(-1, 1, size=tuple(t.shape))
-        tc, ec = to_pair(c, dtype, device, False, False)
+        cot_dtype = dtype
+        if t.dtype.is_complex or dtype in COMPLEX_DTYPES:  # a cotangent has its output's dtype
+            cot_dtype = str(t.dtype).split(".")[-1]
+            if t.dtype.is_complex:
+                c = c + 1j * rng.uniform(-1, 1, size=tuple(t.shape))
+        tc, ec = to_pair(c, cot_dtype, device, False, False)
         t_cot.append(tc)
         e_cot.append(ec)
     t_leaves = [t for t in t_in if t.requires_grad]
