@@ -6,6 +6,17 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, with optional momentum (Nesterov's too) and weight decay.
+
+    >>> import ember
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> optimizer = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> (w ** 2).sum().backward()
+    >>> optimizer.step()
+    >>> w
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  *, maximize=False, foreach=None, differentiable=False, fused=None):
         check_lr(lr)

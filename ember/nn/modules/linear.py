@@ -25,6 +25,20 @@ class Identity(Module):
 
 
 class Linear(Module):
+    """``y = x @ weight.T + bias``, over the last dimension of ``x``.
+
+    ``weight`` is ``(out_features, in_features)`` and both it and ``bias`` start uniform in
+    ``±1/sqrt(in_features)``, as in PyTorch, so a PyTorch ``state_dict`` loads unchanged.
+
+    >>> import ember
+    >>> layer = ember.nn.Linear(4, 2)
+    >>> layer
+    Linear(in_features=4, out_features=2, bias=True)
+    >>> layer(ember.ones(3, 4)).shape
+    ember.Size([3, 2])
+    >>> list(layer.state_dict())
+    ['weight', 'bias']
+    """
     __constants__ = ["in_features", "out_features"]
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):

@@ -48,6 +48,12 @@ class _InfiniteConstantSampler(Sampler):
 class DataLoader:
     """Iterate over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
+    >>> import ember
+    >>> from ember.utils.data import DataLoader, TensorDataset
+    >>> data = TensorDataset(ember.arange(10.0), ember.arange(10) % 2)
+    >>> [tuple(y.tolist()) for x, y in DataLoader(data, batch_size=4)]
+    [(0, 1, 0, 1), (0, 1, 0, 1), (0, 1)]
+
     ``pin_memory`` is accepted and has no effect on the CPU (with PyTorch's warning).
     """
 
