@@ -72,6 +72,12 @@ class NumpyBackend(Backend):
         return array.__array_interface__["data"][0]
 
     def matmul(self, a, b):
+        # A stack of rows times one matrix, (..., T, K) @ (K, N), is one matrix product: NumPy
+        # would otherwise make one BLAS call per leading index, many times slower for the
+        # Linear-on-sequences products of RNNs and Transformers.
+        if a.ndim > 2 and b.ndim == 2:
+            rows = a.reshape(-1, a.shape[-1])
+            return self.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))
         # NumPy has no BLAS path for float16/bfloat16 (bfloat16 matmul even returns float32):
         # multiply in float32 and round back, which is what PyTorch's CPU kernels do.
         if a.dtype in _LOW_PRECISION:
