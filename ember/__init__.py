@@ -17,6 +17,7 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
+from .utils.dlpack import from_dlpack  # noqa: F401,E402
 
 __version__ = "0.1.0"
 
@@ -73,6 +74,19 @@ def get_default_device():
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from ._functional_exports import *  # noqa: E402,F401,F403
+
+# In-place ops torch also exposes as functions (``torch.exp_(t)``): the Tensor methods.
+for _name in ("abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+              "arctan_", "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_",
+              "clamp_", "clamp_max_", "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_",
+              "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_",
+              "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_",
+              "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
+              "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_",
+              "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_"):
+    if _name not in globals() and hasattr(Tensor, _name):
+        globals()[_name] = getattr(Tensor, _name)
+del _name
 
 # torch's namespaces beside the tensor library (each optional while it is being written).
 from ._submodules import import_module_if_present as _import_if_present  # noqa: E402

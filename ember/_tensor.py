@@ -277,6 +277,14 @@ class Tensor:
             arr = arr.astype(dtype)
         return arr.copy() if copy else arr
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .utils.dlpack import export
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from .utils.dlpack import export_device
+        return export_device(self)
+
     def __array_wrap__(self, array, context=None, return_scalar=False):
         # A NumPy ufunc applied to a tensor gives a tensor back; bool results come back as uint8,
         # as in PyTorch.
