@@ -323,7 +323,8 @@ def test_spectral_norm_conv_transpose_and_vector():
 
 @pytest.mark.parametrize("shape, orthogonal_map", [
     ((4, 4), None), ((6, 3), None), ((3, 6), None), ((4, 4), "householder"),
-    ((6, 3), "matrix_exp"), ((3, 6), "matrix_exp")])
+    ((6, 3), "matrix_exp"), ((3, 6), "matrix_exp"), ((4, 4), "cayley"), ((6, 3), "cayley"),
+    ((3, 6), "cayley")])
 def test_orthogonal(shape, orthogonal_map):
     out_features, in_features = shape
     t, e = linear_pair(in_features, out_features, bias=False)

@@ -190,11 +190,17 @@ class _Orthogonal(Module):
             X = X.mT
             n, k = k, n
         # X is now tall (n >= k).
-        if self.orthogonal_map == "matrix_exp":
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
             X = X.tril()
             if n != k:
                 X = ember.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
-            Q = _matrix_exp(X - X.mH)  # exp of a skew-symmetric matrix is orthogonal
+            A = X - X.mH  # skew-symmetric: both maps send it to an orthogonal matrix
+            if self.orthogonal_map == "matrix_exp":
+                Q = _matrix_exp(A)
+            else:
+                # Cayley: (I - A/2)^-1 (I + A/2)
+                eye = ember.eye(n, dtype=A.dtype, device=A.device)
+                Q = ember.linalg.solve(eye - A / 2, eye + A / 2)
             if n != k:
                 Q = Q[..., :k]
         else:
@@ -259,7 +265,7 @@ class _Orthogonal(Module):
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
     """Constrain the matrix (or batch of matrices) ``module.<name>`` to be orthogonal: its
     columns (or rows, if wide) orthonormal. ``orthogonal_map`` is "matrix_exp" (the default for
-    square matrices) or "householder" (the default otherwise)."""
+    square matrices), "cayley" or "householder" (the default otherwise)."""
     weight = getattr(module, name, None)
     if not isinstance(weight, ember.Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
@@ -269,9 +275,6 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     n, k = weight.shape[-2], weight.shape[-1]
     if orthogonal_map is None:
         orthogonal_map = "matrix_exp" if n == k or weight.is_complex() else "householder"
-    if orthogonal_map == "cayley":
-        raise NotImplementedError("orthogonal_map='cayley' needs linalg.solve, which Ember does "
-                                  "not have yet; use 'matrix_exp' or 'householder'")
     if orthogonal_map not in _Orthogonal._MAPS:
         raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
