@@ -17,7 +17,7 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
-from .utils.dlpack import from_dlpack  # noqa: F401,E402
+from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 
 __version__ = "0.1.0"
 

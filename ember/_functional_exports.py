@@ -15,14 +15,14 @@ _SAME_SIGNATURE = [
     "adaptive_avg_pool1d", "avg_pool1d", "bilinear", "channel_shuffle", "conv1d", "conv2d",
     "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "hardshrink",
     "max_pool1d_with_indices", "pixel_shuffle", "pixel_unshuffle", "prelu", "rrelu", "rrelu_",
-    "rms_norm",
+    "rms_norm", "conv_tbc",
 ]
 __all__ = list(_SAME_SIGNATURE) + [
     "native_channel_shuffle", "adaptive_max_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
     "dropout", "alpha_dropout", "feature_alpha_dropout", "embedding", "batch_norm",
     "instance_norm", "layer_norm", "group_norm", "binary_cross_entropy_with_logits",
     "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
-    "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "conv_tbc",
+    "poisson_nll_loss", "triplet_margin_loss", "ctc_loss",
 ]
 globals().update({name: getattr(F, name) for name in _SAME_SIGNATURE})
 native_channel_shuffle = F.channel_shuffle  # torch has no derivative for it; Ember's is free
@@ -129,17 +129,3 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                       _reduction(reduction), zero_infinity)
-
-
-def conv_tbc(input, weight, bias, pad=0):
-    """1-D convolution on (time, batch, channels) input with a (kernel, in, out) weight."""
-    if input.ndim != 3:
-        raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel, but got "
-                           f"{input.ndim} dims")
-    if weight.ndim != 3:
-        raise RuntimeError(f"Weight tensor must have 3 dims: kernel_width, in_channels, "
-                           f"out_channels, but got {weight.ndim} dims")
-    if bias.ndim != 1:
-        raise RuntimeError(f"Bias must be 1-D, but got {bias.ndim} dims")
-    output = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
-    return output.permute(2, 0, 1)

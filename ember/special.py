@@ -11,7 +11,7 @@ from .ops import reduce as _reduce
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma",
            "psi", "polygamma", "multigammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr",
            "ndtri", "erfcx", "sinc", "entr", "logsumexp", "softmax", "log_softmax", "exp2", "expm1",
-           "log1p", "round"]
+           "log1p", "round", "gammainc", "gammaincc", "modified_bessel_i0", "modified_bessel_i1"]
 
 erf = _elementwise.erf
 erfc = _elementwise.erfc
@@ -39,6 +39,20 @@ ndtri = _special.ndtri
 erfcx = _special.erfcx
 sinc = _special.sinc
 entr = _special.entr
+# The regularized incomplete gamma functions are torch.igamma/igammac under SciPy's names, and
+# torch's modified Bessel functions of the first kind are i0/i1.
+modified_bessel_i0 = _special.i0
+modified_bessel_i1 = _special.i1
+
+
+def gammainc(input, other):
+    from .ops import tensor_api
+    return tensor_api.igamma(input, other)
+
+
+def gammaincc(input, other):
+    from .ops import tensor_api
+    return tensor_api.igammac(input, other)
 
 
 def logsumexp(input, dim, keepdim=False):

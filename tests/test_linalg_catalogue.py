@@ -474,3 +474,36 @@ def test_norm_nuclear_goes_through_linalg():
         expected = torch.norm(torch.tensor(data), p="nuc", dim=dim)
         actual = ember.norm(ember.tensor(data), p="nuc", dim=dim)
         np.testing.assert_allclose(actual.numpy(), expected.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, float("inf"), -float("inf")])
+def test_cond_matches_torch(p):
+    m = np.random.default_rng(6).standard_normal((2, 4, 4))
+    expected = torch.linalg.cond(torch.tensor(m), p)
+    np.testing.assert_allclose(ember.linalg.cond(ember.tensor(m), p).numpy(), expected.numpy(),
+                               rtol=1e-9)
+
+
+def test_tensorinv_tensorsolve_householder_product_match_torch():
+    rng = np.random.default_rng(7)
+    t = rng.standard_normal((4, 6, 8, 3))
+    np.testing.assert_allclose(ember.linalg.tensorinv(ember.tensor(t), ind=2).numpy(),
+                               torch.linalg.tensorinv(torch.tensor(t), ind=2).numpy(), atol=1e-10)
+    a, b = rng.standard_normal((6, 2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_allclose(
+        ember.linalg.tensorsolve(ember.tensor(a), ember.tensor(b), dims=(0,)).numpy(),
+        torch.linalg.tensorsolve(torch.tensor(a), torch.tensor(b), dims=(0,)).numpy(),
+        atol=1e-10)
+    a, tau = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    np.testing.assert_allclose(
+        ember.linalg.householder_product(ember.tensor(a), ember.tensor(tau)).numpy(),
+        torch.linalg.householder_product(torch.tensor(a), torch.tensor(tau)).numpy(),
+        atol=1e-12)
+    x = ember.tensor(rng.standard_normal((4, 4)), requires_grad=True)
+    assert ember.autograd.gradcheck(lambda m: ember.linalg.tensorinv(m.reshape(2, 2, 4), ind=2), (x,))
+
+
+def test_cond_and_tensorinv_errors():
+    compare_error(lambda lib: lib.linalg.cond(lib.ones(3)))
+    compare_error(lambda lib: lib.linalg.cond(lib.ones(2, 3), "fro"))
+    compare_error(lambda lib: lib.linalg.tensorinv(lib.ones(2, 3), ind=1))

@@ -494,7 +494,8 @@ def _caster(d):
 # (the names belong to the dtypes in the ember namespace).
 CAST_METHODS = {"float": dt.float32, "double": dt.float64, "half": dt.float16,
                 "bfloat16": dt.bfloat16, "long": dt.int64, "int": dt.int32, "short": dt.int16,
-                "char": dt.int8, "byte": dt.uint8, "bool": dt.bool}
+                "char": dt.int8, "byte": dt.uint8, "bool": dt.bool, "cfloat": dt.complex64,
+                "cdouble": dt.complex128}
 
 
 # ---------------------------------------------------------------------------------------------

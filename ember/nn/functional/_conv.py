@@ -4,7 +4,7 @@ from ...ops import conv as _ops
 from ...ops._dispatch import dtype_name, device_mismatch
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "unfold", "fold"]
+           "conv_transpose3d", "unfold", "fold", "conv_tbc"]
 
 
 def expand_param(value, n, name="stride"):
@@ -241,3 +241,17 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
             f"{blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={input.shape[2]}.")
     out = _ops.col2im_op(input, output_size, kernel, stride, pads, dilation)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution on (time, batch, channels) input with a (kernel, in, out) weight."""
+    if input.ndim != 3:
+        raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel, but got "
+                           f"{input.ndim} dims")
+    if weight.ndim != 3:
+        raise RuntimeError(f"Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           f"out_channels, but got {weight.ndim} dims")
+    if bias.ndim != 1:
+        raise RuntimeError(f"Bias must be 1-D, but got {bias.ndim} dims")
+    output = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return output.permute(2, 0, 1)
