@@ -23,6 +23,9 @@ class NativeNormBackward0(Node):
     def backward(self, grad):
         x, weight = self.saved_tensors
         axes, param_view, param_axes = self.axes, self.param_view, self.param_axes
+        if (not _grad_state.enabled and grad._dtype is x._dtype and x._dtype._rank != 0
+                and all(param_view[a] == 1 for a in axes)):
+            return self._per_channel_backward(grad, x, weight)
         if _grad_state.enabled:  # create_graph: the statistics must carry x's graph
             mean = x.mean(axes, keepdim=True)
             invstd = ((x - mean).pow(2).mean(axes, keepdim=True) + self.eps).rsqrt()
@@ -38,6 +41,44 @@ class NativeNormBackward0(Node):
             g_w = (grad * xhat).sum(param_axes).reshape(weight.shape)
         if self._edges[2] is not None:
             g_b = grad.sum(param_axes).reshape(self.bias_shape)
+        return g_x, g_w, g_b
+
+
+    def _per_channel_backward(self, grad, x, weight):
+        """The same closed form on arrays, for a weight constant over the normalised axes
+        (batch and instance norm): with ``c = x - mean``, ``s = invstd * weight``,
+
+            dx = s * (grad - mean(grad) - c * invstd**2 * mean(grad * c))
+
+        is ``grad * s + c * b + k`` with per-channel ``b`` and ``k``: about half the passes
+        over the activations of the op-by-op formula, which matters at ResNet sizes."""
+        xp = x._backend.xp
+        axes, param_axes = self.axes, self.param_axes
+        g, mean, invstd = grad._data, self.mean._data, self.invstd._data
+        count = 1
+        for a in axes:
+            count *= g.shape[a]
+        centered = x._data - mean
+        scratch = centered * g
+        sum_gc = scratch.sum(axis=axes, keepdims=True)
+        sum_g = g.sum(axis=axes, keepdims=True)
+        extra_axes = tuple(a for a in param_axes if a not in axes)
+        g_x = g_w = g_b = None
+        if self._edges[0] is not None:
+            scale = invstd if weight is None else invstd * weight._data.reshape(self.param_view)
+            b = -scale * invstd * invstd * (sum_gc / count)
+            k = -scale * (sum_g / count)
+            out = xp.multiply(g, scale, out=scratch)
+            out += xp.multiply(centered, b, out=centered)
+            out += k
+            g_x = _wrap(out, x._dtype, x)
+        if self._edges[1] is not None:
+            g_w = invstd * sum_gc
+            g_w = _wrap(g_w.sum(axis=extra_axes) if extra_axes else g_w, x._dtype, x)
+            g_w = g_w.reshape(weight.shape)
+        if self._edges[2] is not None:
+            g_b = _wrap(sum_g.sum(axis=extra_axes) if extra_axes else sum_g, x._dtype, x)
+            g_b = g_b.reshape(self.bias_shape)
         return g_x, g_w, g_b
 
 
