@@ -59,8 +59,7 @@ class NativeNormBackward0(Node):
         for a in axes:
             count *= g.shape[a]
         centered = x._data - mean
-        scratch = centered * g
-        sum_gc = scratch.sum(axis=axes, keepdims=True)
+        sum_gc = _sum_of_products(xp, centered, g, axes)
         sum_g = g.sum(axis=axes, keepdims=True)
         extra_axes = tuple(a for a in param_axes if a not in axes)
         g_x = g_w = g_b = None
@@ -68,7 +67,7 @@ class NativeNormBackward0(Node):
             scale = invstd if weight is None else invstd * weight._data.reshape(self.param_view)
             b = -scale * invstd * invstd * (sum_gc / count)
             k = -scale * (sum_g / count)
-            out = xp.multiply(g, scale, out=scratch)
+            out = g * scale
             out += xp.multiply(centered, b, out=centered)
             out += k
             g_x = _wrap(out, x._dtype, x)
@@ -80,6 +79,16 @@ class NativeNormBackward0(Node):
             g_b = _wrap(sum_g.sum(axis=extra_axes) if extra_axes else sum_g, x._dtype, x)
             g_b = g_b.reshape(self.bias_shape)
         return g_x, g_w, g_b
+
+
+def _sum_of_products(xp, a, b, axes):
+    """``(a * b).sum(axes, keepdims=True)`` without the product array: for batch norm's axes
+    (all but the channels) one ``einsum`` contraction over ``(N, C, L)`` views."""
+    if a.ndim >= 2 and tuple(axes) == (0,) + tuple(range(2, a.ndim)) and a.shape == b.shape:
+        n, c = a.shape[:2]
+        sums = xp.einsum("ncl,ncl->c", a.reshape(n, c, -1), b.reshape(n, c, -1))
+        return sums.reshape((1, c) + (1,) * (a.ndim - 2))
+    return (a * b).sum(axis=axes, keepdims=True)
 
 
 def normalize_affine(input, weight, bias, axes, param_view, eps):
@@ -95,12 +104,14 @@ def normalize_affine(input, weight, bias, axes, param_view, eps):
     x = x.astype(work, copy=False)
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
-    var = xp.square(centered).mean(axis=axes, keepdims=True)
+    count = x.size // mean.size if mean.size else 0
+    var = _sum_of_products(xp, centered, centered, axes) / max(count, 1)
     invstd = 1.0 / xp.sqrt(var + eps)
     out = centered
-    out *= invstd
     if weight is not None:
-        out *= weight._data.astype(work, copy=False).reshape(param_view)
+        out *= invstd * weight._data.astype(work, copy=False).reshape(param_view)
+    else:
+        out *= invstd
     if bias is not None:
         out += bias._data.astype(work, copy=False).reshape(param_view)
     result = _wrap(out.astype(d.np, copy=False), d, input)
