@@ -684,3 +684,25 @@ def test_crc_check_can_be_switched_off(tmp_path, monkeypatch):
     monkeypatch.setattr(serialization.config, "check_crc32", False)
     loaded = ember.load(tmp_path / "x.pt")["w"]  # as PyTorch does: the damage goes unseen
     assert loaded[1].item() != 1.0 and loaded[2].item() == 2.0
+
+
+def _load_in_child(path, queue):
+    queue.put(float(ember.load(path)["w"].sum()))
+
+
+def test_load_in_a_forked_process_after_loading_in_the_parent(tmp_path):
+    # The CRC thread pool of the parent does not exist in a forked child (a DataLoader worker
+    # that reads checkpoints): the child must make its own instead of waiting forever.
+    import multiprocessing
+    path = tmp_path / "big.pt"
+    ember.save({"w": ember.ones(1 << 19)}, path)  # 2 MiB: checked on the pool
+    assert float(ember.load(path)["w"].sum()) == 1 << 19
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_load_in_child, args=(path, queue))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0, "the child hung or failed"
+    assert queue.get(timeout=5) == 1 << 19
