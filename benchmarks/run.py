@@ -255,7 +255,7 @@ def to_markdown(report):
                   for k in ("ratio_vs_torch", "ratio_vs_numpy")]
         target = entry.get("target")
         target_cell = "—" if target is None else (
-            f"≤ {target['max_ratio']}× {FRAMEWORK_TITLES[target['reference']]}: "
+            f"≤ {target['max_ratio']:.3g}× {FRAMEWORK_TITLES[target['reference']]}: "
             f"{'met' if target['met'] else '**not met**'}")
         cells = [_fmt_cell(fws.get(fw)) for fw in FRAMEWORK_TITLES] + ratios + [target_cell]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
