@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np  # constants (finfo, Padé coefficients) only; array maths goes through xp
 
+from .linalg import _broadcast_batch as _matmul_batch
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, device_mismatch,
                         dtype_name, wrap_dim)
@@ -441,16 +442,8 @@ def _solve(A, B, left, check_errors, name="linalg.solve"):
 
 
 def _broadcast_batch(a_batch, b_batch):
-    ndim = max(len(a_batch), len(b_batch))
-    a_batch = (1,) * (ndim - len(a_batch)) + tuple(a_batch)
-    b_batch = (1,) * (ndim - len(b_batch)) + tuple(b_batch)
-    out = []
-    for i, (x, y) in enumerate(zip(a_batch, b_batch)):
-        if x != y and 1 not in (x, y):
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
-                               f"at non-singleton dimension {i}")
-        out.append(max(x, y))
-    return tuple(out)
+    """The broadcast batch shape of two operands, with matmul's error (as a tuple)."""
+    return tuple(_matmul_batch(a_batch, b_batch))
 
 
 def solve(A, B, *, left=True, out=None):

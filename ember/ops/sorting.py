@@ -17,7 +17,7 @@ import numbers
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, as_tensor_on)
-from .reduce import return_types, _return_type
+from .reduce import return_types, _return_type, MaxBackward0
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
            "unique_consecutive", "searchsorted", "bucketize", "histc", "histogram", "bincount",
@@ -68,21 +68,9 @@ def _int64(input, array):
 # Selections along a dim: kthvalue, median, nanmedian, mode
 # ---------------------------------------------------------------------------------------------
 
-class KthvalueBackward0(Node):
-    """The gradient of a value picked along ``dim`` flows to its index only."""
+class KthvalueBackward0(MaxBackward0):
+    """The gradient of a value picked along ``dim`` flows to its index only (max's rule)."""
     __slots__ = ()
-
-    def backward(self, grad, _indices_grad=None):
-        (idx,) = self.saved_tensors
-        if grad is None:
-            return None
-        if not self.in_shape:
-            return grad
-        d = self.dim
-        if not self.keepdim:
-            grad = grad.unsqueeze(d)
-            idx = idx.unsqueeze(d)
-        return grad.new_zeros(self.in_shape).scatter(d, idx, grad)
 
 
 class MedianBackward1(KthvalueBackward0):
