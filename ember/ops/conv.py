@@ -14,6 +14,7 @@ as a pair of mutually adjoint ops, plus ``constant_pad_nd`` which the padding la
 """
 import itertools
 import math
+import threading
 
 from ._dispatch import Node, needs_grad, record, _wrap
 
@@ -41,6 +42,49 @@ def _windows(xp, padded, kernel, stride, dilation, out_shape):
         + tuple(s * st for s, st in zip(spatial, stride)), writeable=False)
 
 
+class _ColumnCache:
+    """Freed im2col column buffers, kept for the next step's convolutions.
+
+    Columns are ``prod(kernel)`` times their input (75 MB for a 64-channel 3x3 layer at batch
+    32), above the largest mmap threshold glibc allows (32 MiB), so each is a fresh ``mmap``:
+    faulting its pages in costs twice the copy that fills it. Reusing the buffers is the trade
+    PyTorch's caching allocators make. Only arrays that own their memory and that the
+    convolution ops made themselves are given back, once, when nothing else refers to them."""
+    MIN_BYTES = 32 << 20
+    MAX_BYTES = 1 << 30
+
+    def __init__(self):
+        self._free = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, xp, shape, dtype):
+        if math.prod(shape) * dtype.itemsize >= self.MIN_BYTES:
+            with self._lock:
+                buffers = self._free.get((shape, dtype))
+                if buffers:
+                    buffer = buffers.pop()
+                    self._bytes -= buffer.nbytes
+                    return buffer
+        return xp.empty(shape, dtype=dtype)
+
+    def give(self, array):
+        if array is None or array.nbytes < self.MIN_BYTES or not array.flags.owndata:
+            return
+        with self._lock:
+            if self._bytes + array.nbytes <= self.MAX_BYTES:
+                self._free.setdefault((array.shape, array.dtype), []).append(array)
+                self._bytes += array.nbytes
+
+    def clear(self):
+        with self._lock:
+            self._free.clear()
+            self._bytes = 0
+
+
+COLUMN_CACHE = _ColumnCache()
+
+
 def im2col(xp, data, kernel, stride, pads, dilation, out_shape=None):
     """Columns ``(C * prod(kernel), N * prod(out))`` of an ``(N, C, *S)`` array (a contiguous
     copy), and the output shape. Channels first and the batch inside the columns, so a whole
@@ -50,8 +94,10 @@ def im2col(xp, data, kernel, stride, pads, dilation, out_shape=None):
         out_shape = tuple(conv_output_size(n, k, s, p, d) for n, k, s, p, d
                           in zip(data.shape[2:], kernel, stride, pads, dilation))
     view = _windows(xp, padded, kernel, stride, dilation, out_shape)
-    return (view.reshape(data.shape[1] * math.prod(kernel), data.shape[0] * math.prod(out_shape)),
-            out_shape)
+    shape = (data.shape[1] * math.prod(kernel), data.shape[0] * math.prod(out_shape))
+    cols = COLUMN_CACHE.take(xp, shape, view.dtype)
+    xp.copyto(cols.reshape(view.shape), view)
+    return cols, out_shape
 
 
 def col2im(xp, cols, batch, spatial, kernel, stride, pads, dilation, out_shape=None):
@@ -142,8 +188,10 @@ def _input_grad_arrays(backend, g, w, spatial, p):
         adjoint = xp.ascontiguousarray(xp.swapaxes(flipped, 1, 2)).reshape(
             (groups * w.shape[1], out_group) + w.shape[2:])
         pads = tuple((r - lo, r - hi) for (lo, hi), r in zip(p.pads, reach))
-        return _conv_arrays(backend, g, adjoint, None,
-                            _Params(p.stride, pads, p.dilation, groups))[0]
+        result, cols = _conv_arrays(backend, g, adjoint, None,
+                                    _Params(p.stride, pads, p.dilation, groups))
+        COLUMN_CACHE.give(cols)
+        return result
     return _scatter_products(backend, g, w, spatial, p)
 
 
@@ -172,13 +220,16 @@ def _scatter_products(backend, g, w, spatial, p):
 
 def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
     xp = backend.xp
-    if cols is None:
+    made_here = cols is None
+    if made_here:
         cols, _ = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, g.shape[2:])
     groups = p.groups
     cols = cols.reshape(groups, cols.shape[0] // groups, cols.shape[1])
     # cols @ g^T keeps the long axis contiguous in both operands, which BLAS runs about
     # twice as fast as g @ cols^T; the transpose back only copies the small weight
     gw = _grouped_matmul(backend, cols, xp.swapaxes(_batch_last(xp, g, groups), 1, 2))
+    if made_here:
+        COLUMN_CACHE.give(cols.base if cols.base is not None else cols)
     return xp.ascontiguousarray(xp.swapaxes(gw, 1, 2)).reshape(
         (g.shape[1], x.shape[1] // groups) + tuple(kernel))
 
@@ -204,7 +255,7 @@ class ConvolutionBackward0(Node):
 
     def release(self):
         super().release()
-        self.__dict__.pop("cols", None)
+        COLUMN_CACHE.give(self.__dict__.pop("cols", None))
 
 
 def convolution(input, weight, bias, params, out_shape=None):
@@ -222,7 +273,9 @@ def convolution(input, weight, bias, params, out_shape=None):
         # im2col pass; released with the node's saved tensors after backward.
         if weight._requires_grad:
             attrs["cols"] = cols
+            cols = None
         record(ConvolutionBackward0, inputs, res, save=(input, weight), **attrs)
+    COLUMN_CACHE.give(cols)
     return res
 
 
