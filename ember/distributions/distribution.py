@@ -172,6 +172,17 @@ class Distribution:
                 "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
 
+    def _expand_parameters(self, cls, batch_shape, names, _instance=None):
+        """``expand`` for a distribution ``cls`` whose state is the attributes ``names``, each
+        expanded to ``batch_shape`` (what most ``expand`` methods are)."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def __repr__(self):
         param_names = [k for k, _ in self.arg_constraints.items() if k in self.__dict__]
         args_string = ", ".join(
