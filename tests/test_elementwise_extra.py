@@ -286,7 +286,19 @@ def test_gradients_at_special_points_match_torch(name):
     cot = [0.5, -1.0, 2.0, 1.5, -0.25, 0.75, 3.0]
     (tg,) = torch.autograd.grad(t_out, t, torch.tensor(cot, dtype=torch.float64))
     (eg,) = ember.autograd.grad(e_out, e, ember.tensor(cot, dtype=ember.float64))
-    np.testing.assert_array_equal(eg.numpy(), tg.numpy())
+    assert_same_special_values_within_one_ulp(eg.numpy(), tg.numpy())
+
+
+def assert_same_special_values_within_one_ulp(actual, expected):
+    """The conventions at special points (which entries are nan or which signed infinity) must
+    be torch's exactly; finite values may differ by one ulp, because torch's vectorised CPU kernels
+    are not all correctly rounded (on AVX-512, torch's sqrt backward gives -0.25 / (2 * sqrt(2))
+    one ulp away from the correctly rounded quotient that NumPy, and so Ember, computes)."""
+    np.testing.assert_array_equal(np.isnan(actual), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(actual), np.isinf(expected))
+    np.testing.assert_array_equal(actual[np.isinf(expected)], expected[np.isinf(expected)])
+    finite = np.isfinite(expected)
+    np.testing.assert_array_max_ulp(actual[finite], expected[finite], maxulp=1)
 
 
 def test_clamp_tensor_bounds_gradients_when_bounds_cross():
