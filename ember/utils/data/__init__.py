@@ -6,8 +6,10 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
 from ._utils.collate import default_collate, default_convert  # noqa: F401
 from ._utils.worker import get_worker_info  # noqa: F401
 from .dataloader import DataLoader  # noqa: F401
+from .distributed import DistributedSampler  # noqa: F401
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler",
            "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
-           "default_collate", "default_convert", "get_worker_info", "DataLoader"]
+           "default_collate", "default_convert", "get_worker_info", "DataLoader",
+           "DistributedSampler"]

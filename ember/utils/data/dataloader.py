@@ -6,6 +6,10 @@ collates, and sends the batch back over its own result pipe, large arrays throug
 (``_utils/shared_memory.py``). The main process waits on all result pipes and on the workers'
 process sentinels at once, so a dead worker is noticed as soon as it dies, and hands batches
 out in send order (``in_order=True``) or as they arrive.
+
+Only the process that started an iterator's workers stops them: a copy of the iterator that a
+forked process inherited (a worker of another loader, a user's child) is finalised there by
+dropping its references, silently, leaving the workers to their owner.
 """
 import atexit
 import itertools
@@ -301,9 +305,28 @@ def _shutdown_live_iterators():
         iterator._shutdown_workers()
 
 
+def _disown_inherited_workers():
+    """In a child forked by ``os.fork``, stop ``multiprocessing`` from treating the parent's
+    workers as this process's children: its exit handler would terminate and join them, ending
+    the parent's epoch. (Children that ``multiprocessing`` starts reset that set themselves.)"""
+    children = multiprocessing.process._children
+    for iterator in list(_live_iterators):
+        for worker in iterator._workers:
+            children.discard(worker)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_disown_inherited_workers)
+
+
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    # Class defaults, so that __del__ of an iterator whose __init__ failed early has nothing to do.
+    _shutdown = True
+    _owner_pid = None  # the process that started the workers, the only one that may stop them
+
     def __init__(self, loader):
         super().__init__(loader)
+        self._owner_pid = os.getpid()
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
         self._shutdown = True  # until the workers exist
@@ -492,6 +515,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         self._shutdown = True
         _live_iterators.discard(self)
+        if os.getpid() != self._owner_pid:
+            # A copy inherited through fork (a worker of another loader, a user's child process)
+            # being finalised: the workers, pipes and shared-memory files belong to the process
+            # that started them, which still uses them. Telling the workers to stop would end
+            # its epoch, and joining them is not even allowed here; only drop the references.
+            self._workers, self._index_conns, self._result_conns = [], [], []
+            self._pending_messages = []
+            self._task_info = {}
+            return
         for conn in self._index_conns:
             try:
                 conn.send(None)
