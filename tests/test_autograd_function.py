@@ -385,3 +385,30 @@ def test_extra_none_gradients_are_allowed():
         ExtraNone.apply(x).sum().backward()
         return x.grad
     compare(fn)
+
+
+def test_non_tensor_output_gets_none_while_tensor_grads_are_materialised():
+    """torch passes None for an output that is not a tensor (here a tuple), and zeros for an
+    unused tensor output, when grads are materialised (the default)."""
+    import torch
+    seen = {}
+
+    def make(lib):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, (x, x), x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2, g3):
+                seen[lib.__name__] = (g2, g3.tolist())
+                return g1 * 2 + g3 * 3
+        return F
+
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        a, _, _ = make(lib).apply(x)
+        a.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+    assert seen["torch"] == (None, [0.0, 0.0])
+    assert seen["ember"] == seen["torch"]

@@ -45,7 +45,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def backward(self, *grads):
         if self.__dict__.get("materialize_grads", True):
-            grads = tuple(g if g is not None else _zeros_for(meta)
+            # a non-tensor output (meta None) has no gradient to materialise, as in torch
+            grads = tuple(g if g is not None or meta is None else _zeros_for(meta)
                           for g, meta in zip(grads, self._out_meta))
         result = self._forward_cls.backward(self, *grads)
         if not isinstance(result, tuple):
