@@ -59,6 +59,14 @@ class Backend:
     def erfinv(self, x):
         raise NotImplementedError
 
+    # -- sparse matrices -----------------------------------------------------------------------
+    def sparse(self):
+        """A SciPy-API sparse-matrix namespace whose matrices hold this device's arrays
+        (``scipy.sparse`` on the CPU, ``cupyx.scipy.sparse`` for CuPy): sparse tensors compute
+        their products on it. Imported on first use; raises ImportError naming the pip extra
+        when the library is missing."""
+        raise NotImplementedError
+
     # -- random numbers ------------------------------------------------------------------------
     def random_bits_generator(self, seed):
         """A NumPy-API random ``Generator`` seeded with ``seed`` whose arrays live on this device."""

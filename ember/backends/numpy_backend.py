@@ -102,5 +102,14 @@ class NumpyBackend(Backend):
             return _scipy_special.erfinv(x)
         return _erfinv_loop(x).astype(x.dtype, copy=False)
 
+    def sparse(self):
+        # Imported here, not at module level: SciPy is an optional extra and slow to import.
+        try:
+            import scipy.sparse
+        except ImportError as exc:
+            raise ImportError("Ember's sparse tensors compute on SciPy (scipy.sparse), which is "
+                              "not installed: pip install 'ember[sparse]'") from exc
+        return scipy.sparse
+
     def random_bits_generator(self, seed):
         return np.random.Generator(np.random.PCG64(seed))
