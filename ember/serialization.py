@@ -33,6 +33,7 @@ import secrets
 import struct
 import sys
 import types
+import warnings
 import zipfile
 import zlib
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
@@ -933,6 +934,38 @@ def _open_for_reading(f):
     yield f, str(name)
 
 
+class _NotACheckpointError(pickle.UnpicklingError, RuntimeError):
+    """A file that is no checkpoint at all. torch's unpickler fails on such bytes with
+    ``pickle.UnpicklingError``; Ember's checks have always raised RuntimeError, so it is both."""
+
+
+_TRUE_VALUES = ("1", "y", "yes", "true")
+
+
+def _resolve_weights_only(weights_only, pickle_module):
+    """``weights_only`` after torch's defaults and its two environment switches.
+
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces True even over an explicit ``weights_only=False``;
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` forces False only where the call did not pass
+    ``weights_only``, and warns that it did so; both set is an error."""
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if force_no and not_set:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `ember.load`, forcing "
+                      "weights_only=False.", UserWarning, stacklevel=3)
+        return False
+    return weights_only
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):
     """Load an object saved by ``ember.save`` or ``torch.save`` (zip format).
@@ -948,8 +981,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     CRC-32 is checked (``ember.serialization.config.check_crc32``); a truncated or corrupted
     file raises ``RuntimeError`` saying so, before any object is returned.
     """
-    if weights_only is None:
-        weights_only = pickle_module is None
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     if pickle_module is not None and pickle_module is not pickle:
@@ -971,7 +1003,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                 raise RuntimeError(f"ember.load: {name} is in PyTorch's legacy (pre-1.6) "
                                    "format, which Ember does not read; re-save it with "
                                    "torch.save from PyTorch 1.6 or later")
-            raise _corrupt(name, "not a zip archive")
+            if b"PK\x03\x04".startswith(head):
+                raise _corrupt(name, "not a zip archive")  # a zip cut off in its first bytes
+            raise _NotACheckpointError(
+                f"ember.load: {name} is not a checkpoint: it is not a zip archive "
+                f"(torch.save's format) nor a legacy pickle file (it starts with {head!r}); "
+                "the file is truncated or corrupted, or is another kind of file.")
         archive = _Archive(file, name, mmap_path=os.fspath(f) if mmap else None)
         try:
             pickled = io.BytesIO(archive.read_record("data.pkl"))

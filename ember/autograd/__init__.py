@@ -126,7 +126,12 @@ def __getattr__(name):
     # Submodules that import heavier pieces load on first use.
     import importlib
     if name in ("functional", "gradcheck_module", "forward_ad"):
-        return importlib.import_module(f".{name}", __name__)
+        from .._submodules import import_module_if_present
+        module = import_module_if_present(f"{__name__}.{name}")
+        if module is None:  # AttributeError, so that hasattr() answers False
+            raise AttributeError(f"module 'ember.autograd' has no attribute '{name}': "
+                                 f"ember.autograd.{name} is not part of this build")
+        return module
     if name in ("gradcheck", "gradgradcheck"):
         from . import gradcheck as _gc
         return getattr(_gc, name)

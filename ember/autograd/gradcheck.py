@@ -62,6 +62,7 @@ def get_analytical_jacobian(fn, inputs, create_graph=False):
     import numpy as np
     from . import grad as autograd_grad
     from ..ops import zeros_like
+    from .._memory_format import contiguous_format
     inputs = _as_tuple(inputs)
     diff = _diff_inputs(inputs)
     outs = _flat_outputs(fn, inputs)
@@ -70,7 +71,8 @@ def get_analytical_jacobian(fn, inputs, create_graph=False):
         if not out.requires_grad:
             continue
         for m in range(out.numel()):
-            cot = zeros_like(out)
+            # Contiguous, so that reshape(-1) is a view the write goes through.
+            cot = zeros_like(out, memory_format=contiguous_format)
             cot._data.reshape(-1)[m] = 1
             grads = autograd_grad(out, [inputs[k] for k in diff], cot, retain_graph=True,
                                   allow_unused=True)

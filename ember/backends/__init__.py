@@ -72,3 +72,15 @@ def _cuda_factory(index):
 
 register_backend("cpu", _cpu_factory)
 register_backend("cuda", _cuda_factory)
+
+
+# torch.backends' flag and query modules (``ember.backends.cudnn.benchmark = True``…), loaded
+# on first use: they are not backends, and the registry above does not depend on them.
+_FLAG_MODULES = frozenset({"cudnn", "mps", "cuda", "cpu", "mkldnn", "openmp", "mkl"})
+
+
+def __getattr__(name):
+    if name in _FLAG_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

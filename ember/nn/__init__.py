@@ -11,6 +11,8 @@ import_parts(__name__, ["utils"], {})
 
 def __getattr__(name):
     import importlib
-    if name in ("init", "utils", "parameter"):
+    if name in ("init", "utils", "parameter", "parallel"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "DataParallel":
+        return importlib.import_module(f"{__name__}.parallel").DataParallel
     raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")

@@ -43,7 +43,9 @@ del _name, _module
 
 
 def __getattr__(name):
+    # AttributeError, so that hasattr(ember.optim, "SparseAdam") answers False instead of raising.
     if name == "SparseAdam":
-        raise NotImplementedError("ember.optim.SparseAdam is not implemented: Ember has no sparse "
-                                  "tensors. Use ember.optim.Adam with dense gradients instead.")
+        raise AttributeError("module 'ember.optim' has no attribute 'SparseAdam': Ember does not "
+                             "provide SparseAdam, whose sparse-gradient updates it does not "
+                             "implement. Use ember.optim.Adam with dense gradients instead.")
     raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

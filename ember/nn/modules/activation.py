@@ -286,3 +286,7 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              "instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+# torch defines MultiheadAttention in activation.py; Ember keeps it beside its functional form.
+from .attention import MultiheadAttention  # noqa: E402,F401

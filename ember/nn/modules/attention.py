@@ -11,14 +11,10 @@ from ...autograd import grad_mode
 from ..parameter import Parameter
 from .. import init
 from ..functional._attention import _multi_head_attention, _canonical_mask, _none_or_dtype
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear  # noqa: F401  (out_proj's class, as torch)
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A ``Linear`` under the class name PyTorch gives MultiheadAttention's output projection."""
 
 
 class MultiheadAttention(Module):

@@ -232,6 +232,9 @@ class _LazyConvMixin(LazyModuleMixin):
                 self.reset_parameters()
 
 
+_LazyConvXdMixin = _LazyConvMixin  # torch's name for the lazy convolutions' mixin
+
+
 def _lazy_conv(eager):
     class LazyConv(_LazyConvMixin, eager):
         cls_to_become = eager

@@ -68,6 +68,10 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under the class name PyTorch gives MultiheadAttention's output projection."""
+
+
 class Bilinear(Module):
     __constants__ = ["in1_features", "in2_features", "out_features"]
 

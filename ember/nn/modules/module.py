@@ -560,7 +560,8 @@ class Module:
                 p.grad.zero_()
 
     def share_memory(self):
-        return self
+        """Move every parameter, gradient and buffer into shared memory (``share_memory_``)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ---- conversion -------------------------------------------------------------------------
     def _apply(self, fn, recurse=True):
@@ -629,7 +630,7 @@ class Module:
         ``to(device, dtype)``, ``to(tensor)``. Only floating point values change dtype."""
         from ...ops.creation import _parse_to
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         device, dtype = _parse_to(args, kwargs)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
@@ -638,11 +639,13 @@ class Module:
                             f"desired dtype={dtype}")
 
         def convert(t):
+            # As torch: a memory format applies to the 4-d and 5-d parameters and buffers.
+            layout = {"memory_format": memory_format} if t.dim() in (4, 5) and memory_format else {}
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
-                return t.to(device=device, dtype=dtype)
-            return t.to(device=device) if device is not None else t
+                return t.to(device=device, dtype=dtype, **layout)
+            return t.to(device=device, **layout) if device is not None or layout else t
 
-        if device is None and dtype is None:
+        if device is None and dtype is None and memory_format is None:
             return self
         return self._apply(convert)
 

@@ -87,8 +87,20 @@ class _CircularPadNd(_ModePadNd):
         return super().forward(input)
 
 
+class _ReflectionPadNd(_ModePadNd):
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_ModePadNd):
+    _mode = "replicate"
+
+
+_PAD_BASES = {"circular": _CircularPadNd, "reflect": _ReflectionPadNd,
+              "replicate": _ReplicationPadNd}
+
+
 def _mode_pad(mode, dims, name):
-    base = _CircularPadNd if mode == "circular" else _ModePadNd
+    base = _PAD_BASES[mode]  # torch's base class for the mode, which code subclasses
     return type(name, (base,), {"_dims": dims, "_mode": mode, "__module__": __name__})
 
 
