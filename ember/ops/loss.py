@@ -1,79 +1,317 @@
-"""Fused loss kernels.
+"""Loss functions that PyTorch runs as one kernel, each one op with its own backward node.
 
-``cross_entropy_indices`` is ``nll_loss(log_softmax(input))`` for class-index targets as one op:
-the forward never materialises the log-probabilities' graph, and the backward is the closed form
-``(softmax(input) - one_hot(target)) * weight[target] * grad``, so a training step spends one
-node on its loss instead of five. ``nn.functional.cross_entropy`` checks its arguments and then
-calls it.
+A user who prints ``loss.grad_fn`` sees PyTorch's node (``MseLossBackward0``,
+``NllLossBackward0``…), and a training step spends one node on its loss instead of a chain of
+element-wise ones. The forward evaluates the same Ember expression the loss is defined by, with
+grad mode off, so values are those of the composition; the backward is the closed-form
+derivative written in Ember ops, so it is itself differentiable (double backward, gradient
+penalties). ``nn.functional`` checks the arguments and calls these.
 """
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import no_grad
+from .elementwise import where
 from .creation import zeros_like
-from .reduce import softmax
 
-__all__ = ["cross_entropy_indices"]
+__all__ = ["check_not_differentiable", "mse_loss", "smooth_l1_loss", "huber_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
+           "multi_margin_loss", "nll_loss"]
 
+
+def check_not_differentiable(function, argument, tensor):
+    """PyTorch's error for an argument its kernel has no derivative for."""
+    if tensor is not None and needs_grad(tensor):
+        raise RuntimeError(f"The function '{function}' is not differentiable with respect to "
+                           f"argument '{argument}'. This input cannot have requires_grad True.")
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _upstream(grad, reduction, numel):
+    """The incoming gradient of each element of the unreduced loss (broadcasts against it)."""
+    return grad / numel if reduction == "mean" else grad
+
+
+class _PointwiseLossBackward(Node):
+    """``reduce(f(input, target))``: ``derivatives`` gives ``df/dinput`` and ``df/dtarget``
+    for the inputs that need them; the engine sums them back to each input's shape."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        input, target = self.saved_tensors
+        d_input, d_target = self.derivatives(input, target, self._edges[0] is not None,
+                                             self._edges[1] is not None)
+        numel = (d_input if d_input is not None else d_target).numel()
+        upstream = _upstream(grad, self.reduction, numel)
+        return (None if d_input is None else d_input * upstream,
+                None if d_target is None else d_target * upstream)
+
+
+def _pointwise_loss(node_cls, loss_fn, input, target, reduction, **attrs):
+    with no_grad():
+        res = _reduce(loss_fn(input, target), reduction)
+    if needs_grad(input, target):
+        record(node_cls, (input, target), res, save=(input, target), reduction=reduction,
+               **attrs)
+    return res
+
+
+# ---- regression --------------------------------------------------------------------------------
+
+class MseLossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def derivatives(self, input, target, wants_input, wants_target):
+        d = (input - target) * 2
+        return d, (-d if wants_target else None)
+
+
+def mse_loss(input, target, reduction):
+    def loss(input, target):
+        diff = input - target
+        return diff * diff
+    return _pointwise_loss(MseLossBackward0, loss, input, target, reduction)
+
+
+class SmoothL1LossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def derivatives(self, input, target, wants_input, wants_target):
+        diff = input - target
+        d = diff.sign() if self.beta == 0 else where(diff.abs() < self.beta, diff / self.beta,
+                                                     diff.sign())
+        return d, (-d if wants_target else None)
+
+
+def smooth_l1_loss(input, target, reduction, beta):
+    def loss(input, target):
+        diff = input - target
+        absolute = diff.abs()
+        if beta == 0:
+            return absolute
+        return where(absolute < beta, 0.5 * diff * diff / beta, absolute - 0.5 * beta)
+    return _pointwise_loss(SmoothL1LossBackward0, loss, input, target, reduction, beta=beta)
+
+
+class HuberLossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def derivatives(self, input, target, wants_input, wants_target):
+        diff = input - target
+        d = where(diff.abs() < self.delta, diff, diff.sign() * self.delta)
+        return d, (-d if wants_target else None)
+
+
+def huber_loss(input, target, reduction, delta):
+    def loss(input, target):
+        diff = input - target
+        absolute = diff.abs()
+        return where(absolute < delta, 0.5 * diff * diff, delta * (absolute - 0.5 * delta))
+    return _pointwise_loss(HuberLossBackward0, loss, input, target, reduction, delta=delta)
+
+
+# ---- binary classification -------------------------------------------------------------------
+
+# PyTorch's lower bound on p * (1 - p) in the gradient, so a saturated input gives a finite one.
+_BCE_EPSILON = 1e-12
+
+
+def _clamped_log(x):
+    # PyTorch clamps each log at -100 so that a saturated input gives a finite loss.
+    return x.log().clamp(min=-100)
+
+
+class BinaryCrossEntropyBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def derivatives(self, input, target, wants_input, wants_target):
+        weight = self.weight
+        d_input = d_target = None
+        if wants_input:
+            d_input = (input - target) / (input * (1 - input)).clamp(min=_BCE_EPSILON)
+            if weight is not None:
+                d_input = d_input * weight
+        if wants_target:
+            d_target = _clamped_log(1 - input) - _clamped_log(input)
+            if weight is not None:
+                d_target = d_target * weight
+        return d_input, d_target
+
+
+def binary_cross_entropy(input, target, weight, reduction):
+    """``weight`` (broadcast to the target's shape) must not require grad."""
+    def loss(input, target):
+        out = -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+        return out if weight is None else out * weight
+    return _pointwise_loss(BinaryCrossEntropyBackward0, loss, input, target, reduction,
+                           weight=weight)
+
+
+def _softplus_of_negative(x):
+    """``-log(sigmoid(x))`` computed without overflow."""
+    return (-x).clamp(min=0) + (-x.abs()).exp().log1p()
+
+
+class BinaryCrossEntropyWithLogitsBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def derivatives(self, input, target, wants_input, wants_target):
+        weight, pos_weight = self.weight, self.pos_weight
+        d_input = d_target = None
+        if wants_input:
+            if pos_weight is None:
+                d_input = input.sigmoid() - target
+            else:
+                d_input = (1 - target) + (1 + (pos_weight - 1) * target) * (input.sigmoid() - 1)
+            if weight is not None:
+                d_input = d_input * weight
+        if wants_target:
+            d_target = -input
+            if pos_weight is not None:
+                d_target = d_target + (pos_weight - 1) * _softplus_of_negative(input)
+            if weight is not None:
+                d_target = d_target * weight
+        return d_input, d_target
+
+
+def binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction):
+    """``weight`` and ``pos_weight`` must not require grad."""
+    def loss(input, target):
+        neg_log_sigmoid = _softplus_of_negative(input)
+        if pos_weight is not None:
+            out = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sigmoid
+        else:
+            out = (1 - target) * input + neg_log_sigmoid
+        return out if weight is None else out * weight
+    return _pointwise_loss(BinaryCrossEntropyWithLogitsBackward0, loss, input, target,
+                           reduction, weight=weight, pos_weight=pos_weight)
+
+
+class SoftMarginLossBackward0(Node):
+    """PyTorch differentiates the soft margin loss with respect to its input only."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        input, target = self.saved_tensors
+        d = -target * (input * target).neg().sigmoid()
+        return (d * _upstream(grad, self.reduction, d.numel()),)
+
+
+def soft_margin_loss(input, target, reduction):
+    """``target`` must not require grad."""
+    with no_grad():
+        res = _reduce((-input * target).exp().log1p(), reduction)
+    if needs_grad(input):
+        record(SoftMarginLossBackward0, (input,), res, save=(input, target),
+               reduction=reduction)
+    return res
+
+
+# ---- multi-class margin ----------------------------------------------------------------------
+
+class MultiMarginLossBackward0(Node):
+    """``sum_j w[y] * max(0, margin - x[y] + x[j]) ** p / C`` over the classes ``j != y`` of
+    each sample: each active hinge pushes ``x[j]`` up and ``x[y]`` down."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        y, own_class = self.target, self.own_class
+        hinge = self.margin - x.gather(1, y) + x
+        active = (hinge > 0) & ~own_class
+        coef = where(active, hinge * 2, zeros_like(x)) if self.p == 2 else active.to(x.dtype)
+        if self.target_weights is not None:
+            coef = coef * self.target_weights.unsqueeze(1)
+        upstream = grad.reshape(-1, 1) if self.reduction == "none" else (
+            grad / x.shape[0] if self.reduction == "mean" else grad)
+        coef = coef * (upstream / x.shape[1])
+        g = coef.scatter_add(1, y, -coef.sum(1, keepdim=True))
+        return (g.reshape(self.in_shape),)
+
+
+def multi_margin_loss(input, x, y, p, margin, target_weights, reduction):
+    """``x`` (N, C) is ``input`` as a batch, ``y`` (N, 1) the checked class indices and
+    ``target_weights`` (N,) each sample's class weight or None."""
+    own_class = zeros_like(x, dtype=dt.bool).scatter(1, y, True)
+    with no_grad():
+        hinge = (margin - x.gather(1, y) + x).clamp(min=0)
+        if p == 2:
+            hinge = hinge * hinge
+        if target_weights is not None:
+            hinge = hinge * target_weights.unsqueeze(1)
+        loss = hinge.masked_fill(own_class, 0).sum(1) / x.shape[1]
+        if input.ndim <= 1:
+            loss = loss.reshape(())
+        res = _reduce(loss, reduction)
+    if needs_grad(input):
+        record(MultiMarginLossBackward0, (input,), res, save=(x,), target=y,
+               own_class=own_class, p=p, margin=margin, target_weights=target_weights,
+               reduction=reduction, in_shape=tuple(input.shape))
+    return res
+
+
+# ---- negative log-likelihood -----------------------------------------------------------------
 
 class NllLossBackward0(Node):
-    """PyTorch's name for the loss's node; here it also holds the log_softmax before it."""
+    """``-input[target]`` per sample, weighted, reduced: the gradient is ``-weight/divisor``
+    scattered into the picked entries."""
     __slots__ = ()
 
     def backward(self, grad):
         (input,) = self.saved_tensors
-        cdim = self.cdim
-        probs = softmax(input, cdim)
-        one_hot = zeros_like(probs).scatter(cdim, self.safe_target.unsqueeze(cdim), 1.0)
-        if self.reduction == "none":
-            scale = grad
-        else:
-            scale = grad / self.divisor if self.reduction == "mean" else grad
-        if self.target_weight is not None:
-            scale = scale * self.target_weight
-        if scale.ndim:
-            scale = scale.unsqueeze(cdim)
-        return (probs - one_hot) * scale
+        cdim, target, weights = self.cdim, self.safe_target, self.target_weights
+        scale = -grad.expand(target.shape)
+        if weights is not None:
+            scale = scale * weights
+        if self.reduction == "mean":
+            scale = scale / self.divisor
+        if _grad_state.enabled:  # create_graph: scatter, so the gradient is differentiable
+            return (zeros_like(input).scatter(cdim, target.unsqueeze(cdim),
+                                              scale.unsqueeze(cdim)),)
+        # Otherwise written straight into a zero array: scatter would copy the zeros first.
+        xp = input._backend.xp
+        out = xp.zeros(input._data.shape, dtype=scale._data.dtype)
+        xp.put_along_axis(out, xp.expand_dims(target._data, cdim),
+                          xp.expand_dims(scale._data, cdim), axis=cdim)
+        return (_wrap(out, scale._dtype, scale),)
 
 
-def cross_entropy_indices(input, target, weight, ignore_index, reduction):
-    """Cross-entropy of ``input`` (N, C, ...) or (C,) against class indices ``target``, whose
-    values have been checked to be classes or ``ignore_index``."""
-    xp = input._backend.xp
+class NllLoss2DBackward0(NllLossBackward0):
+    """PyTorch's node for inputs with spatial dimensions, (N, C, d1, ...)."""
+    __slots__ = ()
+
+
+def nll_loss(input, safe_target, target_weights, reduction):
+    """``safe_target``: class indices with ignored entries replaced by 0; ``target_weights``:
+    each target's class weight, 0 where ignored (None when every target weighs 1). Neither
+    requires grad."""
     cdim = 0 if input.ndim == 1 else 1
-    data = input._data
-    if input._dtype._kind == 2 and input._dtype._rank == 0:  # half, bfloat16: float32 maths
-        data = data.astype(dt.float32.np)
-    logits = data if cdim == data.ndim - 1 else xp.moveaxis(data, cdim, -1)
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_sum_exp = xp.log(xp.exp(shifted).sum(-1))
-    labels = target._data.astype(dt.int64.np)
-    ignored = labels == ignore_index
-    any_ignored = bool(ignored.any())
-    safe = xp.where(ignored, 0, labels) if any_ignored else labels
-    picked = xp.take_along_axis(shifted, safe[..., None], -1)[..., 0]
-    losses = log_sum_exp - picked
-    target_weight = None
-    if weight is not None:
-        target_weight = weight._data[safe].astype(losses.dtype)
-        if any_ignored:
-            target_weight = xp.where(ignored, 0, target_weight)
-    elif any_ignored:
-        target_weight = (~ignored).astype(losses.dtype)
-    if target_weight is not None:
-        losses = losses * target_weight
-    divisor = None
-    if reduction == "none":
-        out = losses
-    elif reduction == "sum":
-        out = losses.sum()
-    else:
-        total = float(target_weight.sum()) if target_weight is not None else losses.size
-        out = losses.sum() / total if total else xp.asarray(float("nan"), losses.dtype)
-        divisor = total if total else 1.0  # with no weight at all the gradient is zero
-    res = _wrap(xp.asarray(out).astype(input._dtype.np), input._dtype, input)
+    with no_grad():
+        loss = -input.gather(cdim, safe_target.unsqueeze(cdim)).squeeze(cdim)
+        if target_weights is not None:
+            loss = loss * target_weights
+        divisor = None
+        if reduction == "none":
+            res = loss
+        elif reduction == "sum":
+            res = loss.sum()
+        elif target_weights is None:
+            res = loss.mean()
+            divisor = max(loss.numel(), 1)
+        else:
+            total = float(target_weights.sum())
+            # PyTorch's mean over no weight is NaN, but its gradient is zero, not 0/0.
+            res = loss.sum() / total if total else loss.sum() + float("nan")
+            divisor = total if total else 1.0
     if needs_grad(input):
-        record(NllLossBackward0, (input,), res, save=(input,), cdim=cdim,
-               reduction=reduction, divisor=divisor,
-               safe_target=_wrap(xp.asarray(safe), dt.int64, input),
-               target_weight=(None if target_weight is None else
-                              _wrap(target_weight.astype(input._dtype.np), input._dtype, input)))
+        node_cls = NllLoss2DBackward0 if input.ndim >= 3 else NllLossBackward0
+        record(node_cls, (input,), res, save=(input,), cdim=cdim, reduction=reduction,
+               divisor=divisor, safe_target=safe_target, target_weights=target_weights)
     return res

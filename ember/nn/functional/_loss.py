@@ -1,10 +1,12 @@
 """Loss functions, as ``torch.nn.functional``.
 
-Each loss is composed of differentiable Ember ops, so gradients with respect to the input and,
-where PyTorch has them, the target and weights come from autograd. The exception is the common
-training loss, cross-entropy over class indices, which is one fused op (``ops/loss.py``) with a
-closed-form backward. Checks that PyTorch makes on values (class indices in range,
-probabilities in [0, 1]) read the data on the host once.
+The losses PyTorch runs as one kernel (mean squared error, smooth L1, Huber, binary
+cross-entropy with and without logits, soft margin, negative log-likelihood) are one op each in
+``ops/loss.py``, recording PyTorch's node; cross-entropy is ``nll_loss(log_softmax(input))`` as
+in PyTorch. The others are composed of differentiable Ember ops as PyTorch composes them, so
+gradients with respect to the input and, where PyTorch has them, the target and weights come
+from autograd. Checks that PyTorch makes on values (class indices in range, probabilities in
+[0, 1]) read the data on the host once.
 """
 import math
 import warnings
@@ -13,7 +15,8 @@ import ember
 from ... import _dtype as dt
 from ..._tensor import Tensor
 from ...ops._dispatch import dtype_name
-from ...ops.loss import cross_entropy_indices
+from ...ops import loss as fused
+from ._activation import logsigmoid
 
 __all__ = [
     "l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -86,6 +89,14 @@ def _weighted_pointwise(loss, weight, reduction, weighted_mean_by_weight):
 
 # ---- regression losses ------------------------------------------------------------------------
 
+def _refuse_integers(kernel, *tensors):
+    """PyTorch's fused loss kernels exist for floating point only (of the operands' common
+    dtype)."""
+    common = ember.result_type(*tensors) if len(tensors) > 1 else tensors[0].dtype
+    if not common.is_floating_point and not common.is_complex:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(common)}'")
+
+
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction, size_average, reduce)
@@ -97,15 +108,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_broadcastable(input, target)
+    _refuse_integers("mse_cpu", input, target)
+    if weight is None:
+        return fused.mse_loss(input, target, reduction)
     diff = input - target
     return _weighted_pointwise(diff * diff, weight, reduction, True)
-
-
-def _smooth_l1(diff, beta):
-    absolute = diff.abs()
-    if beta == 0:
-        return absolute
-    return ember.where(absolute < beta, 0.5 * diff * diff / beta, absolute - 0.5 * beta)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -114,7 +121,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_broadcastable(input, target)
-    return _reduce(_smooth_l1(input - target, beta), reduction)
+    _refuse_integers("smooth_l1_cpu", input, target)
+    return fused.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -123,6 +131,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _check_broadcastable(input, target)
+    _refuse_integers("huber_cpu", input, target)
+    if weight is None:
+        return fused.huber_loss(input, target, reduction, delta)
     diff = input - target
     absolute = diff.abs()
     loss = ember.where(absolute < delta, 0.5 * diff * diff, delta * (absolute - 0.5 * delta))
@@ -204,26 +215,15 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_nll_arguments(input, target, weight, ignore_index)
-    cdim = _class_dim(input)
+    _refuse_integers("nll_loss_out_frame", input)
+    fused.check_not_differentiable("nll_loss_forward", "weight", weight)
     target = target.long()
     ignore_mask = target == ignore_index
     if not bool(ignore_mask.any()):
         ignore_mask = None
     safe = target if ignore_mask is None else target.masked_fill(ignore_mask, 0)
-    picked = -input.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim)
     weights = _target_weights(target, weight, ignore_mask, input._dtype)
-    loss = picked if weights is None else picked * weights
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    if weights is None:
-        return loss.mean()
-    total = weights.sum()
-    if float(total) == 0:
-        # PyTorch's mean over no weight is NaN, but its gradient is zero, not 0/0.
-        return loss.sum() + math.nan
-    return loss.sum() / total
+    return fused.nll_loss(input, safe, weights, reduction)
 
 
 def _class_shaped(weight, input, cdim):
@@ -237,11 +237,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    # PyTorch reads a target shaped like the input as class probabilities, whatever its dtype.
+    probability_target = target.shape == input.shape
+    if probability_target and not target.is_floating_point():
+        raise RuntimeError("Expected floating point type for target with class probabilities, "
+                           f"got {dtype_name(target.dtype)}")
+    if probability_target and input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
     cdim = _class_dim(input)
-    probability_target = target.shape == input.shape and target.is_floating_point()
     if not probability_target and label_smoothing == 0.0:
-        _check_nll_arguments(input, target, weight, ignore_index)
-        return cross_entropy_indices(input, target, weight, ignore_index, reduction)
+        return nll_loss(ember.log_softmax(input, cdim), target, weight, None, ignore_index,
+                        None, reduction)
     log_probs = ember.log_softmax(input, cdim)
     if probability_target:
         return _cross_entropy_probabilities(log_probs, target, weight, reduction,
@@ -291,20 +297,13 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
                          "size.")
+    _refuse_integers("binary_cross_entropy", input, target)
     _check_unit_interval(input, "input")
     _check_unit_interval(target, "target")
-    # PyTorch clamps each log at -100 so that a saturated input gives a finite loss.
-    log_p = ember.clamp(input.log(), min=-100)
-    log_not_p = ember.clamp((1 - input).log(), min=-100)
-    loss = -(target * log_p + (1 - target) * log_not_p)
+    fused.check_not_differentiable("binary_cross_entropy", "weight", weight)
     if weight is not None:
-        loss = loss * weight.expand(ember.broadcast_shapes(target.shape, weight.shape))
-    return _reduce(loss, reduction)
-
-
-def _softplus_of_negative(x):
-    """``-log(sigmoid(x))`` computed without overflow."""
-    return ember.clamp(-x, min=0) + (-x.abs()).exp().log1p()
+        weight = weight.expand(ember.broadcast_shapes(target.shape, weight.shape))
+    return fused.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -313,14 +312,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    neg_log_sigmoid = _softplus_of_negative(input)
-    if pos_weight is not None:
-        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sigmoid
-    else:
-        loss = (1 - target) * input + neg_log_sigmoid
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    _refuse_integers("log_sigmoid_cpu", input, target)
+    fused.check_not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    fused.check_not_differentiable("binary_cross_entropy_with_logits", "pos_weight",
+                                   pos_weight)
+    return fused.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -333,6 +329,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' in the next major release.", stacklevel=2)
     elif reduction not in ("none", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if any(t.dtype.is_signed and not t.dtype.is_floating_point and not t.dtype.is_complex
+           or t.dtype is ember.uint8 for t in (input, target)):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -409,7 +408,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     cos = dot / (norm1 * norm2).sqrt()
     zeros = ember.zeros_like(cos)
     loss = (ember.where(target == 1, 1 - cos, zeros)
-            + ember.where(target == -1, ember.clamp(cos - margin, min=0), zeros))
+            + ember.where(target == -1, ember.clamp_min(cos - margin, 0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -420,28 +419,35 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
-    loss = ember.clamp(-target * (input1 - input2) + margin, min=0)
+    # the margin is a C++ double in PyTorch, so integer inputs give a floating-point loss
+    loss = ember.clamp_min(-target * (input1 - input2) + float(margin), 0)
     return _reduce(loss, reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     reduction = _resolve_reduction(reduction, size_average, reduce)
+    if input.dtype._kind == 1:  # PyTorch keeps an integer input's dtype (margin truncated)
+        margin = int(margin)
     zeros = ember.zeros_like(input)
-    loss = (ember.where(target != 1, ember.clamp(margin - input, min=0), zeros)
+    loss = (ember.where(target != 1, ember.clamp_min(margin - input, 0), zeros)
             + ember.where(target != -1, input, zeros))
     return _reduce(loss, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _resolve_reduction(reduction, size_average, reduce)
-    return _reduce((-input * target).exp().log1p(), reduction)
+    fused.check_not_differentiable("soft_margin_loss", "target", target)
+    if input.dtype._kind == 1:  # PyTorch writes the float loss into an input-typed buffer
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{dtype_name(input.dtype)}")
+    return fused.soft_margin_loss(input, target, reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     reduction = _resolve_reduction(reduction, size_average, reduce)
-    loss = target * _softplus_of_negative(input) + (1 - target) * _softplus_of_negative(-input)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     class_dim = input.ndim - 1
@@ -503,16 +509,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     n_classes = x.shape[1]
     _check_target_range(y, n_classes, None)
     y = y.long().reshape(-1, 1)
-    hinge = ember.clamp(margin - x.gather(1, y) + x, min=0)
-    if p == 2:
-        hinge = hinge * hinge
-    if weight is not None:
-        hinge = hinge * weight[y.reshape(-1)].unsqueeze(1)
-    own_class = ember.zeros(x.shape, dtype=dt.bool, device=x.device).scatter(1, y, True)
-    loss = hinge.masked_fill(own_class, 0).sum(1) / n_classes
-    if input.ndim <= 1:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    fused.check_not_differentiable("multi_margin_loss", "weight", weight)
+    weights = None if weight is None else weight[y.reshape(-1)]
+    return fused.multi_margin_loss(input, x, y, p, margin, weights, reduction)
 
 
 def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
@@ -536,7 +535,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dist_neg = _pairwise_distance(anchor, negative, p, eps)
     if swap:
         dist_neg = ember.minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
-    return _reduce(ember.clamp(margin + dist_pos - dist_neg, min=0), reduction)
+    return _reduce(ember.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -551,7 +550,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     dist_neg = distance(anchor, negative)
     if swap:
         dist_neg = ember.minimum(dist_neg, distance(positive, negative))
-    return _reduce(ember.clamp(margin + dist_pos - dist_neg, min=0), reduction)
+    return _reduce(ember.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
 
 
 # ---- connectionist temporal classification ----------------------------------------------------
