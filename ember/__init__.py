@@ -15,6 +15,17 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  
                        is_grad_enabled, is_inference_mode_enabled, is_anomaly_enabled,
                        is_anomaly_check_nan_enabled, set_anomaly_enabled)
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
+from ._memory_format import (memory_format, contiguous_format, channels_last,  # noqa: F401
+                             channels_last_3d, preserve_format)
+from ._type_info_and_switches import (finfo, iinfo, set_float32_matmul_precision,  # noqa: F401
+                                      get_float32_matmul_precision,
+                                      use_deterministic_algorithms,
+                                      are_deterministic_algorithms_enabled,
+                                      is_deterministic_algorithms_warn_only_enabled,
+                                      set_deterministic_debug_mode, get_deterministic_debug_mode,
+                                      set_warn_always, is_warn_always_enabled)
+from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: F401
+                      sparse_bsr, sparse_bsc)
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
@@ -25,7 +36,8 @@ import builtins as _builtins
 
 # The ops package also exports Tensor-only methods and helpers that torch's namespace lacks.
 for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHODS", "cpu", "cuda",
-                 "to", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full",
+                 "to", "new", "legacy_new", "LegacyTensorType", "new_tensor", "new_zeros",
+                 "new_ones", "new_empty", "new_full",
                  "resolve_device", "uniform_", "normal_", "bernoulli_", "exponential_", "random_",
                  "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_"):
     globals().pop(_private, None)
@@ -60,6 +72,28 @@ def is_nonzero(input):
     return _builtins.bool(input.item())
 
 
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None, is_coalesced=None):
+    from .sparse.construction import sparse_coo_tensor
+    return sparse_coo_tensor(indices, values, size, dtype=dtype, device=device,
+                             requires_grad=requires_grad, check_invariants=check_invariants,
+                             is_coalesced=is_coalesced)
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None):
+    from .sparse.construction import sparse_csr_tensor
+    return sparse_csr_tensor(crow_indices, col_indices, values, size, dtype=dtype, device=device,
+                             requires_grad=requires_grad, check_invariants=check_invariants)
+
+
+def smm(input, mat):
+    """Sparse matrix ``input`` times dense ``mat``, as a sparse COO tensor."""
+    from . import sparse  # noqa: F401  (ember.sparse first: its ops module imports it)
+    from .ops.sparse import smm
+    return smm(input, mat)
+
+
 def set_default_device(dev):
     from . import _tensor as _t
     _t._default_device = _ops.creation.resolve_device(dev)
@@ -91,8 +125,30 @@ del _name
 # torch's namespaces beside the tensor library (each optional while it is being written).
 from ._submodules import import_module_if_present as _import_if_present  # noqa: E402
 
-for _namespace in ("linalg", "special", "fft", "distributions", "serialization"):
+for _namespace in ("linalg", "special", "fft", "serialization"):
     _import_if_present(f"{__name__}.{_namespace}")
+# Their ops take NumPy's keyword names (axis=, keepdims=) as torch.linalg/special/fft's do.
+for _namespace in ("linalg", "special", "fft"):
+    if _namespace in globals():
+        _ops._accept_numpy_keywords_in(globals()[_namespace])
 if "serialization" in globals():
     from .serialization import save, load  # noqa: E402,F401
 del _namespace
+
+# Namespaces imported on first use, so that ``import ember`` stays fast: ``ember.hub`` and
+# ``import ember.hub`` both work, but none of these (or what they import: urllib, http,
+# multiprocessing's machinery, SciPy) is paid for by a script that never touches it.
+# Add a namespace here by its module name under ``ember``.
+_LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
+                              "accelerator", "sparse", "random", "functional"})
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        # A namespace missing from this build is an AttributeError, so hasattr() answers False.
+        module = _import_if_present(f"{__name__}.{name}")
+        if module is not None:
+            return module
+        raise AttributeError(f"module 'ember' has no attribute '{name}': the ember.{name} "
+                             "namespace is not part of this build")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

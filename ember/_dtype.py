@@ -146,6 +146,29 @@ def scalar_dtype(value):
 import builtins as _builtins  # noqa: E402  (dtype names above shadow the builtins)
 builtins_bool, builtins_int, builtins_float = _builtins.bool, _builtins.int, _builtins.float
 
+# torch reads Python's scalar types as dtypes, each as its widest kind: dtype=float is float64.
+_PYTHON_TYPE_DTYPES = {builtins_bool: bool, builtins_int: int64, builtins_float: float64,
+                       complex: complex128}
+
+
+# The C++ type names (caffe2::TypeMeta) that PyTorch's messages print for a dtype.
+TYPE_META_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                   "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool", "complex64": "c10::complex<float>",
+                   "complex128": "c10::complex<double>"}
+
+
+def check_dtype(value, fn_name):
+    """A ``dtype=`` argument as an Ember dtype (None stays None). Strings, NumPy types and ints
+    raise PyTorch's TypeError instead of failing later inside the op."""
+    if value is None or value.__class__ is dtype:
+        return value
+    if isinstance(value, type) and value in _PYTHON_TYPE_DTYPES:
+        return _PYTHON_TYPE_DTYPES[value]
+    raise TypeError(f"{fn_name}(): argument 'dtype' must be ember.dtype, not "
+                    f"{type(value).__name__}")
+
 
 def _combine(higher, lower):
     # c10's combine_categories: a lower-priority operand only matters if it lifts the category.

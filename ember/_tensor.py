@@ -8,6 +8,8 @@ tensor costs six stores.
 import numpy as np
 
 from . import _dtype as dt
+from . import _memory_format as _mf
+from . import _layout as _layouts
 from ._device import device as _device_cls
 from .backends import get_backend
 from .autograd.graph import VersionCounter
@@ -24,7 +26,6 @@ class Tensor:
                  "__dict__", "__weakref__")
 
     # Rarely set state, stored in the instance dict only when it differs from these defaults.
-    grad = None
     _output_nr = 0
     _vc = None               # VersionCounter, shared with views; None until first needed
     _base = None             # the tensor this is a view of (always the root, never a view)
@@ -35,16 +36,12 @@ class Tensor:
     _is_param = False
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
 
-    def __new__(cls, *args, **kwargs):
-        # Legacy constructor: Tensor(data_list) or Tensor(*sizes) gives default-dtype floats.
-        from . import ops
-        device = kwargs.pop("device", None)
-        if kwargs:
-            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
-        if len(args) == 1 and not isinstance(args[0], int):
-            t = ops.tensor(args[0], dtype=dt.get_default_dtype(), device=device)
-        else:
-            t = ops.empty(*args, device=device)
+    def __new__(cls, *args, device=None, **kwargs):
+        # Legacy constructor: Tensor(data_list) or Tensor(*sizes) gives default-dtype floats,
+        # Tensor(other) an alias of other (see ops.creation.legacy_new).
+        from .ops import creation
+        t = creation.legacy_new(dt.get_default_dtype(), creation.resolve_device(device), args,
+                                kwargs, alias_any_dtype=True)
         if cls is not Tensor:
             t = _as_subclass(t, cls)
         return t
@@ -74,6 +71,79 @@ class Tensor:
     @property
     def is_cpu(self):
         return self._device.type == "cpu"
+
+    @property
+    def is_xpu(self):
+        return self._device.type == "xpu"
+
+    @property
+    def is_quantized(self):
+        return False  # Ember has no quantized dtypes
+
+    @property
+    def is_sparse(self):
+        # Sparse tensors (ember.sparse) carry their layout in ``_layout`` and may override this.
+        return getattr(getattr(self, "_layout", None), "_name", None) == "sparse_coo"
+
+    # ---- layout: an ordinary tensor is strided; ember/sparse/tensor.py overrides these -----
+    _layout = _layouts.strided  # read by the ``layout`` property (ops/tensor_api.py)
+
+    @property
+    def is_sparse_csr(self):
+        return False
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype)
+
+    def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
+        from .sparse.construction import to_sparse
+        return to_sparse(self, *args, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
+
+    def to_sparse_coo(self):
+        return self.to_sparse()
+
+    def to_sparse_csr(self, dense_dim=None):
+        from .sparse.construction import to_sparse_csr
+        return to_sparse_csr(self, dense_dim)
+
+    def sparse_dim(self):
+        return 0
+
+    def dense_dim(self):
+        return self._data.ndim
+
+    def _sparse_only(self, name, kind="sparse coordinate"):
+        raise RuntimeError(f"{name} expected {kind} tensor layout but got Strided")
+
+    def indices(self):
+        self._sparse_only("indices")
+
+    def _indices(self):
+        raise NotImplementedError("Could not run 'aten::_indices' with arguments from the 'CPU' "
+                                  "backend: _indices() is defined for sparse COO tensors only")
+
+    def values(self):
+        self._sparse_only("values", "sparse")
+
+    def _values(self):
+        raise NotImplementedError("Could not run 'aten::_values' with arguments from the 'CPU' "
+                                  "backend: _values() is defined for sparse COO tensors only")
+
+    def crow_indices(self):
+        self._sparse_only("crow_indices", "sparse row compressed")
+
+    def col_indices(self):
+        self._sparse_only("col_indices", "sparse row compressed")
+
+    def coalesce(self):
+        self._sparse_only("coalesce")
+
+    def is_coalesced(self):
+        self._sparse_only("is_coalesced")
+
+    def _nnz(self):
+        raise NotImplementedError("Could not run 'aten::_nnz' with arguments from the 'CPU' "
+                                  "backend: _nnz() is defined for sparse tensors only")
 
     @property
     def ndim(self):
@@ -124,6 +194,10 @@ class Tensor:
         return self._backend.data_ptr(self._data)
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None and memory_format is not _mf.contiguous_format and (
+                memory_format is not _mf.preserve_format):
+            _mf.check(memory_format)
+            return _mf.is_contiguous_in(self._data.shape, self.stride(), memory_format)
         data = self._data
         if data.size <= 1:
             return True
@@ -137,7 +211,44 @@ class Tensor:
     def _is_view(self):
         return self._base is not None
 
+    def share_memory_(self):
+        """Move this tensor's memory (shared with its views) into shared memory, so that
+        processes it is sent to or forked into see the same values; a no-op if it is there."""
+        from .multiprocessing.reductions import share_memory_
+        return share_memory_(self)
+
+    def is_shared(self):
+        from .multiprocessing.reductions import is_shared
+        return is_shared(self)
+
+    def pin_memory(self, device=None):
+        """Page-locked host memory exists for an accelerator's copies; without one torch raises,
+        and so does Ember. No backend Ember has yet pins memory, so with one it raises too."""
+        from . import accelerator
+        if not accelerator.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        raise RuntimeError(f"pin_memory(): the {accelerator.current_accelerator().type} backend "
+                           "does not provide page-locked host memory")
+
+    def is_pinned(self, device=None):
+        return False  # pin_memory() never returns a pinned tensor (see there)
+
     # ---- autograd metadata ------------------------------------------------------------------
+    @property
+    def grad(self):
+        # Kept in the instance dict only once set, like the other rarely set state.
+        return self.__dict__.get("grad")
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self.__dict__["grad"] = value
+
+    @grad.deleter
+    def grad(self):
+        self.__dict__.pop("grad", None)
+
     @property
     def requires_grad(self):
         return self._requires_grad
@@ -429,6 +540,36 @@ def _wrap_dim(dim, ndim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def _check_assigned_grad(tensor, grad):
+    """PyTorch's checks on ``tensor.grad = grad``, in its order and with its messages."""
+    if not isinstance(grad, Tensor):
+        raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad._dtype is not tensor._dtype:
+        from .ops._dispatch import dtype_name
+        raise RuntimeError(f"attempting to assign a gradient with dtype "
+                           f"'{dt.TYPE_META_NAMES[grad._dtype.name]}' to a tensor with grad_dtype "
+                           f"'{dtype_name(tensor._dtype)}'. The gradient must match the tensor's "
+                           "grad_dtype (defaults to the tensor's dtype).")
+    gdev, tdev = grad._device, tensor._device
+    if gdev.type != tdev.type:
+        raise RuntimeError(f"attempting to assign a gradient with device type '{gdev.type}' to a "
+                           f"tensor with device type '{tdev.type}'. Please ensure that the "
+                           "gradient and the tensor are on the same device")
+    if gdev is not tdev:
+        raise RuntimeError(f"attempting to assign a gradient located on device with index "
+                           f"'{gdev.index}' to a tensor located on device with index "
+                           f"'{tdev.index}'. Please ensure that the gradient and the tensor are "
+                           "on the same device")
+    # Through ``shape``, which sparse tensors (ember.sparse) define over their own storage.
+    if tuple(grad.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' to a "
+                           f"tensor of size '{list(tensor.shape)}'. Please ensure that the "
+                           "gradient and the tensor are the same size")
 
 
 def _wrap_with(data, dtype, device, backend):

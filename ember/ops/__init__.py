@@ -14,6 +14,8 @@ from .inplace import copy_, fill_, zero_, inplace, write_result as _write_result
 from . import elementwise, reduce, shape, indexing, linalg, creation
 from .._tensor import Tensor
 from ._dispatch import ELIDE_MIN_BYTES as _ELIDE_MIN_BYTES, reuse_temporary as _reuse_temporary
+from ._dispatch import accept_numpy_keywords as _accept_numpy_keywords
+import sys as _sys
 
 # ---- methods that are the same function as the module-level op ------------------------------
 _METHODS = [
@@ -47,7 +49,7 @@ _METHODS = [
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
     "baddbmm", "addbmm",
     # creation / conversion
-    "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
+    "new", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
     "bernoulli", "multinomial",
     "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
     "cauchy_", "copy_", "fill_", "zero_",
@@ -60,6 +62,15 @@ for _name, _dtype in creation.CAST_METHODS.items():
     setattr(Tensor, _name, creation._caster(_dtype))
 Tensor.type = creation.type_
 Tensor.where = lambda self, condition, other: where(condition, self, other)
+
+
+def _split_method(self, split_size, dim=0):
+    # torch's method names its size argument ``split_size``; torch.split says
+    # ``split_size_or_sections``.
+    return split(self, split_size, dim)
+
+
+Tensor.split = _split_method
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
 
@@ -71,6 +82,11 @@ def _T(self):
 
 @property
 def _mT(self):
+    if self.ndim == 0:
+        import warnings
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=2)
+        return self.permute(())
     if self.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")
@@ -84,7 +100,26 @@ Tensor.mH = _mT
 
 
 # ---- in-place variants: one generic wrapper per out-of-place op ---------------------------------
+# NumPy's keyword names (``axis=``) for the ops that take a dim, as torch accepts them.
+def _takes_dim(fn):
+    code = getattr(fn, "__code__", None)
+    return code is not None and not {"dim", "keepdim"}.isdisjoint(
+        code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+_with_numpy_keywords = {}
+
+
+def _numpy_keywords(fn):
+    if fn not in _with_numpy_keywords:
+        _with_numpy_keywords[fn] = _accept_numpy_keywords(fn)
+    return _with_numpy_keywords[fn]
+
+
 def _make_inplace(fn):
+    if _takes_dim(fn):
+        fn = _numpy_keywords(fn)
+
     def method(self, *args, **kwargs):
         return inplace(self, fn, *args, **kwargs)
     method.__name__ = fn.__name__ + "_"
@@ -127,6 +162,27 @@ for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extr
         setattr(Tensor, _name, getattr(_module, _name))
     for _name in getattr(_module, "INPLACE", ()):
         setattr(Tensor, _name + "_", _make_inplace(getattr(_module, _name)))
+
+
+# ---- NumPy's keyword names: ``x.sum(axis=0, keepdims=True)`` --------------------------------
+# torch accepts them on every op it binds natively; the ones that take a dim are wrapped here,
+# once for ``ember.f`` and ``Tensor.f`` alike. Ops without a dim keep their direct call: the
+# wrapper's frame would cost them 10% for the rarely used ``x=``/``x2=`` spellings. torch
+# writes these in Python, without the aliases:
+_PYTHON_LEVEL_IN_TORCH = {"norm", "split", "unique", "unique_consecutive", "stft", "istft"}
+
+
+def _accept_numpy_keywords_in(namespace, python_level=frozenset()):
+    """Give the public dim-taking functions of ``namespace`` (a module or a class) NumPy's
+    keyword names; ember/__init__ does the same for ember.linalg, ember.special, ember.fft."""
+    for name, fn in list(vars(namespace).items()):
+        if (not name.startswith("_") and name not in python_level and callable(fn)
+                and _takes_dim(fn)):
+            setattr(namespace, name, _numpy_keywords(fn))
+
+
+_accept_numpy_keywords_in(_sys.modules[__name__], _PYTHON_LEVEL_IN_TORCH)
+_accept_numpy_keywords_in(Tensor, _PYTHON_LEVEL_IN_TORCH | {"unflatten"})
 
 
 # ---- Python operators ------------------------------------------------------------------------

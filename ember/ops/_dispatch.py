@@ -5,6 +5,7 @@ An op is a plain function that computes arrays through ``tensor._backend`` and, 
 is needed, records a ``Node`` subclass whose ``backward`` (written in Ember ops) sits next to it.
 """
 import dis
+import functools
 import sys
 
 from .. import _dtype as dt
@@ -124,6 +125,30 @@ def wrap_int(value, dtype):
     return value
 
 
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                "int64": "int64_t"}
+
+
+def checked_int_scalar(value, dtype):
+    """A Python number argument (a fill value, ``alpha``) as integer ``dtype`` receives it, by
+    PyTorch's checked conversion: a float is truncated and must lie in the dtype's range; an int
+    must too, except that a negative one down to ``-max`` wraps into an unsigned dtype."""
+    bits = dtype.itemsize * 8
+    if dtype.is_signed:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    else:
+        lo, hi = 0, (1 << bits) - 1
+    if isinstance(value, int):  # bool included: True is 1
+        if not dtype.is_signed:
+            lo = -hi
+        if lo <= value <= hi:
+            return wrap_int(value, dtype)
+    elif lo <= value <= hi:  # False for NaN
+        return int(value)
+    raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[dtype.name]} without "
+                       "overflow")
+
+
 # ---- Reusing a temporary's buffer -----------------------------------------------------------
 # NumPy evaluates ``x * 1.5 + y`` with one allocation, not two: when the left operand of a Python
 # operator is a large temporary that nothing else references, it writes the result into that
@@ -227,6 +252,14 @@ def wrap_dim(dim, ndim):
     return dim + n if dim < 0 else dim
 
 
+def wrap_dim_no_scalar(dim, ndim):
+    """``wrap_dim`` for ops that need a real dimension (PyTorch's ``wrap_scalar=False``): a
+    0-d tensor has none to name."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return wrap_dim(dim, ndim)
+
+
 def wrap_dims(dims, ndim):
     if isinstance(dims, int):
         dims = (dims,)
@@ -234,6 +267,49 @@ def wrap_dims(dims, ndim):
     for i, d in enumerate(out):
         if d in out[:i]:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+# ---- NumPy's keyword names ---------------------------------------------------------------
+# torch's argument parser accepts NumPy's name for four parameters of every op it binds
+# natively (python_arg_parser.cpp): ``x.sum(axis=0, keepdims=True)``, ``torch.max(x, axis=1)``.
+NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input",
+                  "x1": "input", "x2": "other"}
+
+
+def accept_numpy_keywords(fn):
+    """``fn``, also accepting NumPy's keyword names for its ``dim``, ``keepdim``, ``input`` and
+    ``other`` parameters. The wrapper only looks at keywords, so a positional call pays one
+    extra frame."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return fn
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    renames = {alias: name for alias, name in NUMPY_KEYWORDS.items()
+               if name in names and alias not in names}
+    if not renames:
+        return fn
+    # A parameter filled positionally makes its alias unexpected, as torch reports it.
+    position = {name: i for i, name in enumerate(code.co_varnames[:code.co_argcount])}
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if kwargs and not renames.keys().isdisjoint(kwargs):
+            kwargs = _rename_keywords(fn.__name__, renames, position, len(args), kwargs)
+        return fn(*args, **kwargs)
+    return op
+
+
+def _rename_keywords(name, renames, position, n_positional, kwargs):
+    out = {}
+    for key, value in kwargs.items():
+        target = renames.get(key)
+        if target is not None:
+            if (target in kwargs or target in out
+                    or position.get(target, n_positional) < n_positional):
+                raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+            key = target
+        out[key] = value
     return out
 
 
@@ -257,7 +333,9 @@ def keep_or_zero(xp, keep, values):
     of ``keep``'s shape this is an AND of the bits with an all-ones/all-zeros mask, several
     times faster than ``where`` on NumPy, which is the hot path of every ReLU backward."""
     int_name = _SAME_WIDTH_INT.get(values.dtype.itemsize)
-    if values.dtype.kind != "f" or int_name is None or keep.shape != values.shape:
+    # 0-d arrays take the ``where`` path: NumPy turns their comparisons into scalars, which
+    # cannot be written into with ``out=``.
+    if values.dtype.kind != "f" or int_name is None or keep.shape != values.shape or not values.ndim:
         return xp.where(keep, values, values.dtype.type(0))
     int_type = getattr(xp, int_name)
     mask = keep.view(xp.int8).astype(int_type)

@@ -11,6 +11,7 @@ from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, dtype_name, keep_or_zero
 from .elementwise import _sigmoid, where
 from .creation import zeros_like
+from .shape import cat
 from .inplace import inplace
 
 # Only the ones PyTorch also exposes as ``torch.<name>``; nn.functional imports the rest.
@@ -91,6 +92,8 @@ class ThresholdBackward0(Node):
 
 
 def threshold(input, threshold, value):
+    if input._dtype is dt.bool:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     xp = input._backend.xp
     x = input._data
     data = xp.where(x > threshold, x, xp.asarray(value, dtype=x.dtype))
@@ -111,6 +114,10 @@ class HardtanhBackward0(Node):
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input._dtype is dt.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input._dtype is dt.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     data = input._backend.xp.clip(input._data, min_val, max_val).astype(input._dtype.np, copy=False)
     res = _wrap(data, input._dtype, input)
     if needs_grad(input):
@@ -151,25 +158,138 @@ class EluBackward0(Node):
         return grad * where(x > 0, self.scale, negative)
 
 
-def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+class CeluBackward0(EluBackward0):
+    __slots__ = ()
+
+
+def _elu(input, alpha, scale, input_scale, node):
     x = _float_input(input, "elu_cpu")
     xp = input._backend.xp
     negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
     res = _result(input, xp.where(x > 0, x * scale, negative))
     if needs_grad(input):
-        record(EluBackward0, (input,), res, save=(input,), alpha=alpha, scale=scale,
+        record(node, (input,), res, save=(input,), alpha=alpha, scale=scale,
                input_scale=input_scale)
     return res
 
 
+def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    return _elu(input, alpha, scale, input_scale, EluBackward0)
+
+
 def selu(input):
-    return elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
 
 
 def celu(input, alpha=1.0):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return elu(input, alpha, 1.0, 1.0 / alpha)
+    return _elu(input, alpha, 1.0, 1.0 / alpha, CeluBackward0)
+
+
+# ---- shrinkage, gated and parametric units ------------------------------------------------------
+
+class HardshrinkBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        return _zero_where(x.abs() <= self.lambd, grad)
+
+
+def hardshrink(input, lambd=0.5):
+    if input._dtype._kind < 2:
+        raise NotImplementedError(f"\"hardshrink_cpu\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
+    x = input._data
+    res = _wrap(input._backend.xp.where(abs(x) <= lambd, 0, x).astype(x.dtype, copy=False),
+                input._dtype, input)
+    if needs_grad(input):
+        record(HardshrinkBackward0, (input,), res, save=(input,), lambd=lambd)
+    return res
+
+
+class SoftshrinkBackward0(HardshrinkBackward0):
+    __slots__ = ()
+
+
+def softshrink(input, lambd=0.5):
+    if input._dtype._kind < 2:
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
+    x = input._data
+    res = _wrap(x - input._backend.xp.clip(x, -lambd, lambd), input._dtype, input)
+    if needs_grad(input):
+        record(SoftshrinkBackward0, (input,), res, save=(input,), lambd=lambd)
+    return res
+
+
+class GluBackward0(Node):
+    """``a * sigmoid(b)`` for the two halves ``a, b`` of the input along ``dim``."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        (x,) = self.saved_tensors
+        a, b = x.chunk(2, self.dim)
+        gate = b.sigmoid()
+        g_a = grad * gate
+        return (cat([g_a, g_a * a * (1 - gate)], self.dim),)
+
+
+def glu(input, dim):
+    """``dim`` is non-negative and splits ``input`` into two equal halves."""
+    x = _float_input(input, "glu")
+    half = x.shape[dim] // 2
+    xp = input._backend.xp
+    a, b = xp.split(x, [half], axis=dim)
+    res = _result(input, a * _sigmoid(xp, b))
+    if needs_grad(input):
+        record(GluBackward0, (input,), res, save=(input,), dim=dim)
+    return res
+
+
+class PreluKernelBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, weight = self.saved_tensors
+        positive = x > 0
+        g_x = where(positive, grad, grad * weight) if self._edges[0] is not None else None
+        g_w = (where(positive, zeros_like(grad), grad * x) if self._edges[1] is not None
+               else None)
+        return g_x, g_w
+
+
+def prelu_kernel(input, weight):
+    """``input`` where positive, ``input * weight`` elsewhere (``weight`` broadcasts)."""
+    x, w = input._data, weight._data
+    res = _wrap(input._backend.xp.where(x > 0, x, x * w), input._dtype, input)
+    if needs_grad(input, weight):
+        record(PreluKernelBackward0, (input, weight), res, save=(input, weight))
+    return res
+
+
+class RreluWithNoiseBackward0(Node):
+    """The gradient is the per-element slope the forward applied."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        (slopes,) = self.saved_tensors
+        return (grad * slopes,)
+
+
+def rrelu_with_noise(input, negative_slopes, training):
+    """``input`` times a slope: 1 where positive (or zero, when training), else the matching
+    element of ``negative_slopes`` (an array broadcasting against the input)."""
+    xp = input._backend.xp
+    x = input._data
+    positive = x >= 0 if training else x > 0
+    slopes = _wrap(xp.where(positive, 1, negative_slopes).astype(x.dtype, copy=False),
+                   input._dtype, input)
+    res = _wrap(x * slopes._data, input._dtype, input)
+    if needs_grad(input):
+        record(RreluWithNoiseBackward0, (input,), res, save=(slopes,))
+    return res
 
 
 class SoftplusBackward0(Node):

@@ -213,7 +213,8 @@ def _H(self):
     if self.ndim not in (0, 2):
         raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor.")
-    return conj(self.permute(tuple(range(self.ndim - 1, -1, -1))))
+    # PyTorch's H is the adjoint of the last two dims: one transpose node, as mH.
+    return conj(self.transpose(-2, -1) if self.ndim == 2 else self.permute(()))
 
 
 # ---------------------------------------------------------------------------------------------

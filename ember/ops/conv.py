@@ -237,18 +237,24 @@ def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
 # ---- the three ops ---------------------------------------------------------------------------
 
 class ConvolutionBackward0(Node):
+    """Backward of ``convolution`` and of ``convolution_transpose`` (``transposed``), as
+    PyTorch's one node serves both; the edges are (input, weight, bias)."""
     __slots__ = ()
 
     def backward(self, grad):
         x, w = self.saved_tensors
         p = self.params
         gx = gw = gb = None
-        if self._edges[0] is not None:
-            gx = convolution_input_grad(grad, w, x.shape[2:], p)
-        if self._edges[1] is not None:
-            gw = convolution_weight_grad(x, grad, w.shape[2:], p, self.__dict__.get("cols"))
-        if len(self._edges) == 2:
-            return gx, gw
+        if self.transposed:
+            if self._edges[0] is not None:
+                gx = convolution(grad, w, None, p, tuple(x.shape[2:]))
+            if self._edges[1] is not None:
+                gw = convolution_weight_grad(grad, x, w.shape[2:], p)
+        else:
+            if self._edges[0] is not None:
+                gx = convolution_input_grad(grad, w, x.shape[2:], p)
+            if self._edges[1] is not None:
+                gw = convolution_weight_grad(x, grad, w.shape[2:], p, self.__dict__.get("cols"))
         if self._edges[2] is not None:
             gb = grad.sum((0,) + tuple(range(2, grad.ndim)))
         return gx, gw, gb
@@ -267,15 +273,27 @@ def convolution(input, weight, bias, params, out_shape=None):
                            None if bias is None else bias._data, params, out_shape=out_shape)
     res = _wrap(y, input._dtype, input)
     if needs_grad(input, weight, bias):
-        inputs = (input, weight) if bias is None else (input, weight, bias)
-        attrs = {"params": params}
+        attrs = {"params": params, "transposed": False}
         # The columns cost K times the input's memory but save the weight gradient a second
         # im2col pass; released with the node's saved tensors after backward.
         if weight._requires_grad:
             attrs["cols"] = cols
             cols = None
-        record(ConvolutionBackward0, inputs, res, save=(input, weight), **attrs)
+        record(ConvolutionBackward0, (input, weight, bias), res, save=(input, weight), **attrs)
     COLUMN_CACHE.give(cols)
+    return res
+
+
+def convolution_transpose(input, weight, bias, spatial, params):
+    """The transposed convolution of ``input`` ``(N, C, *S)`` with ``weight``
+    ``(C, O/groups, *K)`` to spatial shape ``spatial``, plus ``bias`` ``(O,)`` or None."""
+    data = _input_grad_arrays(input._backend, input._data, weight._data, tuple(spatial), params)
+    if bias is not None:
+        data = data + bias._data.reshape((-1,) + (1,) * len(spatial))
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input, weight, bias):
+        record(ConvolutionBackward0, (input, weight, bias), res, save=(input, weight),
+               params=params, transposed=True)
     return res
 
 
@@ -375,6 +393,47 @@ def col2im_op(input, spatial, kernel, stride, pads, dilation):
 
 
 # ---- constant padding ------------------------------------------------------------------------
+
+class GatherDimsBackward(Node):
+    """Base of the nodes of ``gather_dims``: the gradient scatter-adds back through the gathers
+    in reverse order (Ember's ``index_add``, so it is differentiable)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        for dim, index, size in reversed(self.gathers):
+            shape = list(grad.shape)
+            shape[dim] = size
+            grad = grad.new_zeros(shape).index_add(dim, index, grad)
+        return (grad,)
+
+
+def gather_dims_node(name):
+    """A ``gather_dims`` node class under PyTorch's ``name`` for the op it serves."""
+    return type(name, (GatherDimsBackward,), {"__slots__": ()})
+
+
+# Reflect and replicate padding, by mode and number of padded dims.
+INDEX_PAD_NODES = {(kind, n): gather_dims_node(f"{name}Pad{n}DBackward0")
+                   for kind, name in (("reflect", "Reflection"), ("replicate", "Replication"))
+                   for n in (1, 2, 3)}
+
+
+def gather_dims(input, gathers, node):
+    """``input`` gathered along each ``(dim, index)`` of ``gathers`` in turn (``index`` an int64
+    tensor of source positions), recorded as ``node`` (a ``GatherDimsBackward``): reflect and
+    replicate padding, nearest-neighbour resampling."""
+    xp = input._backend.xp
+    data = input._data
+    sizes = []
+    for dim, index in gathers:
+        sizes.append(data.shape[dim])
+        data = xp.take(data, index._data, axis=dim)
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input):
+        record(node, (input,), res,
+               gathers=tuple((d, i, n) for (d, i), n in zip(gathers, sizes)))
+    return res
+
 
 class ConstantPadNdBackward0(Node):
     __slots__ = ()

@@ -10,6 +10,8 @@ from .. import _dtype as dt
 from .. import _tensor as _tensor_mod
 from .._device import device as _device_cls
 from .._random import numpy_generator
+from .. import _memory_format as _mf
+from .. import _type_info_and_switches as _switches
 from ..backends import get_backend
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtype_name
 from ..autograd.grad_mode import _state as _grad_state
@@ -47,21 +49,63 @@ def _to_backend(array, device):
     return backend.asarray(array) if device.type != "cpu" else array
 
 
-def _size(args):
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+def _size(args, fn_name=None):
+    """A shape from ``f(*sizes)`` or ``f(sizes)``; ``fn_name`` gives PyTorch's argument errors."""
+    packed = len(args) == 1 and isinstance(args[0], (tuple, list))
+    if packed:
         args = tuple(args[0])
     elif len(args) == 1 and isinstance(args[0], Tensor):
         args = tuple(args[0].tolist()) if args[0].ndim else (int(args[0]),)
     out = []
-    for s in args:
+    for i, s in enumerate(args):
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, Tensor)):
-            raise TypeError(f"expected a sequence of integers or a single integer, got "
-                            f"'{type(s).__name__}'")
+            raise _size_type_error(fn_name, s, i, not packed and len(args) == 1)
         s = int(s)
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(args)}")
         out.append(s)
     return tuple(out)
+
+
+def _size_type_error(fn_name, value, position, single):
+    kind = type(value).__name__
+    if fn_name is None:
+        return TypeError(f"expected a sequence of integers or a single integer, got '{kind}'")
+    if single:
+        return TypeError(f"{fn_name}(): argument 'size' (position 1) must be tuple of ints, not "
+                         f"{kind}")
+    if position == 0:
+        return TypeError(f"{fn_name}(): argument 'size' (position 1) must be tuple of ints, but "
+                         f"found element of type {kind} at pos 0")
+    return TypeError(f"{fn_name}(): argument 'size' failed to unpack the object at pos "
+                     f"{position + 1} with error \"type must be tuple of ints,but got {kind}\"")
+
+
+def _size_arg(sizes, size, fn_name):
+    """The shape of ``f(*sizes)``, ``f(sizes)`` or ``f(size=sizes)``."""
+    if size is None:
+        return _size(sizes, fn_name)
+    if sizes:
+        raise TypeError(f"{fn_name}() got multiple values for argument 'size'")
+    return _size((size,), fn_name)
+
+
+def _dtype_with_out(dtype, out, fn_name):
+    """A factory's ``dtype=``, checked; given only ``out=``, the factory makes ``out``'s dtype."""
+    dtype = dt.check_dtype(dtype, fn_name)
+    if dtype is None and isinstance(out, Tensor):
+        return out._dtype
+    return dtype
+
+
+def _into_out(out, result):
+    """``result`` written into ``out=``, whose device it takes as torch's factories do."""
+    if out is None:
+        return result
+    from .inplace import copy_into_out
+    if isinstance(out, Tensor) and out._device is not result._device:
+        result = result.to(out._device)
+    return copy_into_out(out, result)
 
 
 _SCALAR_DTYPES = {bool: dt.bool, int: dt.int64}
@@ -190,6 +234,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     tensor([0.5000, 2.0000], dtype=ember.float64, requires_grad=True)
     """
     device = resolve_device(device)
+    dtype = dt.check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
         src = data.detach()
         out = src.to(device=device, dtype=dtype or src._dtype, copy=True)
@@ -205,6 +250,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 def as_tensor(data, dtype=None, device=None):
     """Like ``tensor`` but shares memory with a NumPy array or tensor when dtype and device allow."""
+    dtype = dt.check_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=resolve_device(device) if device is not None else data._device,
                        dtype=dtype or data._dtype)
@@ -226,14 +272,21 @@ def from_numpy(ndarray):
 
 
 def _factory(fill):
-    def make(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-             pin_memory=False, memory_format=None):
-        shape = _size(size)
-        d = dtype or dt.get_default_dtype()
+    def make(*sizes, size=None, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False, memory_format=None):
+        shape = _size_arg(sizes, size, fill)
+        d = _dtype_with_out(dtype, out, fill) or dt.get_default_dtype()
         dev = resolve_device(device)
         xp = get_backend(dev).xp
-        data = getattr(xp, fill)(shape, dtype=d.np)
-        return _finish(data, d, dev, requires_grad)
+        if memory_format is None or memory_format is _mf.contiguous_format:
+            data = getattr(xp, fill)(shape, dtype=d.np)
+        else:
+            if memory_format is _mf.preserve_format:
+                raise RuntimeError("unsupported memory format Preserve")
+            _mf.check(memory_format, len(shape))
+            data = _mf.empty_in(xp, shape, d.np, memory_format, fill)
+        return _into_out(out, _finish(_fill_if_deterministic(data, d, fill), d, dev,
+                                      requires_grad))
     make.__name__ = fill
     return make
 
@@ -248,19 +301,36 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layo
     if not isinstance(size, (tuple, list, Tensor)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
-    shape = _size((tuple(size),))
+    shape = _size((tuple(size),), "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    d = dtype or dt.scalar_dtype(fill_value)
+    d = dt.check_dtype(dtype, "full") or dt.scalar_dtype(fill_value)
     dev = resolve_device(device)
     data = get_backend(dev).xp.full(shape, fill_value, dtype=d.np)
     return _finish(data, d, dev, requires_grad)
+
+
+def _fill_if_deterministic(data, d, fill):
+    """In deterministic mode ``empty`` memory is filled (NaN, or the integer maximum), as torch's
+    ``fill_uninitialized_memory`` does, so that reading it is reproducible."""
+    if fill == "empty" and _switches.fills_uninitialized_memory():
+        data[...] = _switches.uninitialized_fill_value(d)
+    return data
 
 
 def _like(fn_name):
     def make(input, *, dtype=None, device=None, requires_grad=False, layout=None,
              memory_format=None, pin_memory=False):
         fn = globals()[fn_name]
+        dtype = dt.check_dtype(dtype, fn_name + "_like")
+        if memory_format is not None and memory_format is not _mf.contiguous_format or (
+                memory_format is None and not input._data.flags.c_contiguous):
+            # A layout to keep or choose (torch's default is preserve_format).
+            d = dtype or input._dtype
+            dev = resolve_device(device) if device is not None else input._device
+            data = _mf.like_layout(get_backend(dev).xp, input._data.shape, input.stride(),
+                                   d.np, memory_format, fn_name)
+            return _finish(_fill_if_deterministic(data, d, fn_name), d, dev, requires_grad)
         return fn(input._data.shape, dtype=dtype or input._dtype,
                   device=device if device is not None else input._device, requires_grad=requires_grad)
     make.__name__ = fn_name + "_like"
@@ -274,33 +344,36 @@ empty_like = _like("empty")
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None):
+    dtype = dt.check_dtype(dtype, "full_like")
     return full(input._data.shape, fill_value, dtype=dtype or input._dtype,
                 device=device if device is not None else input._device, requires_grad=requires_grad)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    dtype = dt.check_dtype(dtype, "new_tensor")
     return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                   requires_grad=requires_grad)
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(_size(size), dtype=dtype or self._dtype, device=device or self._device,
-                 requires_grad=requires_grad)
+def _new_filled(factory, name):
+    def new_method(self, *sizes, size=None, dtype=None, device=None, requires_grad=False,
+                   layout=None, pin_memory=False):
+        return factory(_size_arg(sizes, size, name),
+                       dtype=dt.check_dtype(dtype, name) or self._dtype,
+                       device=device or self._device, requires_grad=requires_grad)
+    new_method.__name__ = name
+    return new_method
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(_size(size), dtype=dtype or self._dtype, device=device or self._device,
-                requires_grad=requires_grad)
+new_zeros = _new_filled(zeros, "new_zeros")
+new_ones = _new_filled(ones, "new_ones")
+new_empty = _new_filled(empty, "new_empty")
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(_size(size), dtype=dtype or self._dtype, device=device or self._device,
-                 requires_grad=requires_grad)
-
-
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
-                requires_grad=requires_grad)
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False):
+    return full(size, fill_value, dtype=dt.check_dtype(dtype, "new_full") or self._dtype,
+                device=device or self._device, requires_grad=requires_grad)
 
 
 def _num(x):
@@ -327,6 +400,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, device=None, requ
             raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    dtype = _dtype_with_out(dtype, out, "arange")
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dt.get_default_dtype() if is_float else dt.int64
@@ -345,7 +419,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, device=None, requ
         n = math.ceil((end - start) / step)
         values = start + step * np.arange(builtins.max(0, n), dtype=np.float64)
     dev = resolve_device(device)
-    return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
+    return _into_out(out, _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev,
+                                  requires_grad))
 
 
 def _trunc_div(a, b):
@@ -359,7 +434,7 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if end is None:
         start, end = 0, start
     n = int(math.floor((end - start) / step)) + 1
-    dtype = dtype or dt.get_default_dtype()
+    dtype = dt.check_dtype(dtype, "range") or dt.get_default_dtype()
     values = start + np.arange(n, dtype=np.float64) * step
     dev = resolve_device(device)
     return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
@@ -370,7 +445,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, device=None, requires_g
     start, end = _num(start), _num(end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = dtype or dt.get_default_dtype()
+    dtype = _dtype_with_out(dtype, out, "linspace") or dt.get_default_dtype()
     if steps == 1:
         values = np.array([start], dtype=np.float64)
     else:
@@ -382,12 +457,13 @@ def linspace(start, end, steps, *, out=None, dtype=None, device=None, requires_g
     if dtype._kind <= 1:
         values = np.trunc(values)
     dev = resolve_device(device)
-    return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
+    return _into_out(out, _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev,
+                                  requires_grad))
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     lin = linspace(start, end, steps, dtype=dt.float64)
-    dtype = dtype or dt.get_default_dtype()
+    dtype = dt.check_dtype(dtype, "logspace") or dt.get_default_dtype()
     values = np.power(float(base), lin._data)
     dev = resolve_device(device)
     return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
@@ -396,7 +472,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None):
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
-    dtype = dtype or dt.get_default_dtype()
+    dtype = dt.check_dtype(dtype, "eye") or dt.get_default_dtype()
     dev = resolve_device(device)
     data = get_backend(dev).xp.eye(n, n if m is None else m, dtype=dtype.np)
     return _finish(data, dtype, dev, requires_grad)
@@ -420,10 +496,12 @@ class ToCopyBackward0(Node):
 
 def _parse_to(args, kwargs):
     device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
+    dtype = dt.check_dtype(kwargs.pop("dtype", None), "to")
     for a in args:
-        if isinstance(a, dt.dtype):
-            dtype = a
+        if a is None:  # to(None) and to(device, None) leave that part as it is
+            continue
+        if isinstance(a, dt.dtype) or (isinstance(a, type) and a in dt._PYTHON_TYPE_DTYPES):
+            dtype = dt.check_dtype(a, "to")
         elif isinstance(a, Tensor):
             dtype, device = a._dtype, a._device
         elif isinstance(a, (str, _device_cls, int)) and not isinstance(a, bool):
@@ -439,15 +517,24 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     device = resolve_device(device) if device is not None else self._device
     dtype = dtype or self._dtype
-    if device is self._device and dtype is self._dtype and not copy:
+    relayout = False
+    if memory_format is not None and memory_format is not _mf.preserve_format:
+        _mf.check(memory_format, self._data.ndim)
+        # As torch: the tensor is returned as it is only if its strides suggest that format.
+        relayout = _mf.suggest(self._data.shape, self.stride()) is not memory_format
+    if device is self._device and dtype is self._dtype and not copy and not relayout:
         return self
     if device is self._device:
         data = self._data.astype(dtype.np, copy=True) if copy or dtype is not self._dtype else self._data
+        if relayout:
+            data = _mf.arrange(self._backend.xp, data, memory_format)
         out = _wrap(data, dtype, self)
     else:
         host = self._backend.to_numpy(self._data)
         backend = get_backend(device)
         data = backend.asarray(host, dtype.np, copy=True)
+        if relayout:
+            data = _mf.arrange(backend.xp, data, memory_format)
         out = _wrap_with(data, dtype, device, backend)
     if _grad_state.enabled and self._requires_grad and (dtype._kind >= 2):
         record(ToCopyBackward0, (self,), out, src_dtype=self._dtype, src_device=self._device)
@@ -469,24 +556,136 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
         return "ember." + _TENSOR_TYPE_NAMES[self._dtype.name]
     if isinstance(dtype, str):
         name = dtype.rpartition(".")[2]
-        if name not in _DTYPE_BY_TENSOR_TYPE or dtype.count(".") != 1:
+        if name == "Tensor" and dtype.count(".") == 1:
+            dtype = dt.get_default_dtype()
+        elif name not in _DTYPE_BY_TENSOR_TYPE or dtype.count(".") != 1:
             raise ValueError(f"invalid type: '{dtype}'")
-        dtype = _DTYPE_BY_TENSOR_TYPE[name]
+        else:
+            dtype = _DTYPE_BY_TENSOR_TYPE[name]
+    elif isinstance(dtype, type):  # a legacy type (ember.FloatTensor) or Tensor itself
+        if issubclass(dtype, Tensor):
+            dtype = dt.get_default_dtype()
+        elif isinstance(dtype, LegacyTensorType):
+            dtype = dtype.dtype
+        else:
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
+    elif not isinstance(dtype, dt.dtype):
+        raise TypeError("dtype must be a type, str, or dtype object")
     return to(self, dtype)
 
 
+# ---------------------------------------------------------------------------------------------
+# Legacy constructors: ember.FloatTensor(2, 3), ember.LongTensor([1, 2]), Tensor.new(...)
+# ---------------------------------------------------------------------------------------------
+
+class LegacyTensorType(type):
+    """The type of ``ember.FloatTensor`` and its siblings. As in PyTorch they are not Tensor
+    subclasses: calling one makes a plain Tensor of its dtype on the CPU, and ``isinstance``
+    asks whether a tensor has that dtype and lives on the CPU."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj._dtype is cls.dtype and obj._device.type == "cpu"
+
+    def __call__(cls, *args, device=None, **kwargs):
+        if device is not None and resolve_device(device).type != "cpu":
+            raise RuntimeError("legacy constructor expects device type: cpu but device type: "
+                               f"{resolve_device(device).type} was passed")
+        return legacy_new(cls.dtype, _CPU, args, kwargs)
+
+
+def _legacy_type(name, dtype):
+    return LegacyTensorType(name, (), {"dtype": dtype, "is_cuda": False, "is_sparse": False,
+                                       "__module__": "ember", "__slots__": ()})
+
+
+def _options(dtype, device):
+    return (f"TensorOptions(dtype={dt.TYPE_META_NAMES[dtype.name]}, device={device}, "
+            "layout=Strided, requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
+def _arg_type_name(value):
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, (dt.dtype, _device_cls)):
+        return f"ember.{type(value).__name__}"
+    return type(value).__name__
+
+
+def _invalid_arguments(fn_name, args, kwargs, overloads):
+    # Worded as torch's argument parser words it: "got (list, dtype=ember.dtype)", and
+    # "got (requires_grad=bool, )" when only keywords were given.
+    keywords = [f"{k}={_arg_type_name(v)}" for k, v in kwargs.items()]
+    positional = [_arg_type_name(a) for a in args]
+    got = ", ".join(positional + keywords) if positional else "".join(k + ", " for k in keywords)
+    listed = "".join(f" * {o}\n" for o in overloads)
+    return TypeError(f"{fn_name}() received an invalid combination of arguments - got ({got}), "
+                     f"but expected one of:\n{listed}")
+
+
+def _legacy_overload_error(args, kwargs):
+    return _invalid_arguments("new", args, kwargs, (
+        "(*, ember.device device = None)", "(Tensor other)",
+        "(tuple of ints size, *, ember.device device = None)",
+        "(object data, *, ember.device device = None)"))
+
+
+def legacy_new(dtype, device, args, kwargs, alias_any_dtype=False):
+    """PyTorch's legacy constructor overloads: ``()`` an empty 1-D tensor, ``(*sizes)`` or
+    ``(Size)`` uninitialised values, ``(sequence)`` a copy of the data, ``(tensor)`` an alias
+    of it (which must already have ``dtype`` unless ``alias_any_dtype``)."""
+    if kwargs:
+        raise _legacy_overload_error(args, kwargs)
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if len(args) == 1:
+        (data,) = args
+        if isinstance(data, Tensor):
+            if data._dtype is not dtype and not alias_any_dtype:
+                raise TypeError(f"expected {_options(dtype, device)} (got "
+                                f"{_options(data._dtype, data._device)})")
+            return data.view(data._data.shape)
+        if isinstance(data, _tensor_mod.Size):
+            return empty(tuple(data), dtype=dtype, device=device)
+        if _is_sequence(data) or isinstance(data, np.ndarray):
+            return tensor(data, dtype=dtype, device=device)
+        if isinstance(data, bool) or not isinstance(data, numbers.Integral):
+            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    elif builtins.any(_is_sequence(a) or isinstance(a, Tensor) for a in args):
+        raise _legacy_overload_error(args, kwargs)
+    return empty(_size(args, "new"), dtype=dtype, device=device)
+
+
+def new(self, *args, device=None, **kwargs):
+    """``x.new(...)``: the legacy constructor with ``x``'s dtype and device."""
+    return legacy_new(self._dtype, resolve_device(device) if device is not None else self._device,
+                      args, kwargs)
+
+
+FloatTensor = _legacy_type("FloatTensor", dt.float32)
+DoubleTensor = _legacy_type("DoubleTensor", dt.float64)
+HalfTensor = _legacy_type("HalfTensor", dt.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", dt.bfloat16)
+LongTensor = _legacy_type("LongTensor", dt.int64)
+IntTensor = _legacy_type("IntTensor", dt.int32)
+ShortTensor = _legacy_type("ShortTensor", dt.int16)
+CharTensor = _legacy_type("CharTensor", dt.int8)
+ByteTensor = _legacy_type("ByteTensor", dt.uint8)
+BoolTensor = _legacy_type("BoolTensor", dt.bool)
+
+
 def cpu(self, memory_format=None):
-    return to(self, _CPU)
+    return to(self, _CPU, memory_format=memory_format)
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     dev = _device_cls("cuda", device) if isinstance(device, int) or device is None else device
-    return to(self, dev)
+    return to(self, dev, memory_format=memory_format)
 
 
 def _caster(d):
     def cast_method(self, memory_format=None):
-        return to(self, d)
+        return to(self, d, memory_format=memory_format)
     return cast_method
 
 
@@ -513,12 +712,12 @@ def _check_floating(dtype, kernel):
 
 
 def _float_sample(draw, size, dtype, device, requires_grad, generator, kernel,
-                  complex_scale=1.0):
+                  complex_scale=1.0, kernel_name="rand"):
     """A tensor of ``draw(rng, shape, work_dtype)`` values; complex dtypes draw both parts."""
-    dtype = dtype or dt.get_default_dtype()
+    dtype = dt.check_dtype(dtype, kernel_name) or dt.get_default_dtype()
     _check_floating(dtype, kernel)
     rng = numpy_generator(generator)
-    shape = _size(size)
+    shape = _size(size, kernel_name)
     work = np.float64 if dtype in (dt.float64, dt.complex128) else np.float32
     if dtype.is_complex:
         values = (draw(rng, shape, work) + 1j * draw(rng, shape, work)) * complex_scale
@@ -529,18 +728,22 @@ def _float_sample(draw, size, dtype, device, requires_grad, generator, kernel,
                    requires_grad)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform on [0, 1)."""
-    return _float_sample(lambda rng, s, w: rng.random(s, dtype=w), size, dtype, device,
-                         requires_grad, generator, "check_uniform_bounds")
+    return _into_out(out, _float_sample(
+        lambda rng, s, w: rng.random(s, dtype=w), (_size_arg(sizes, size, "rand"),),
+        _dtype_with_out(dtype, out, "rand"), device, requires_grad, generator,
+        "check_uniform_bounds", kernel_name="rand"))
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal; a complex sample splits the unit variance over its two parts."""
-    return _float_sample(lambda rng, s, w: rng.standard_normal(s, dtype=w), size, dtype, device,
-                         requires_grad, generator, "normal_kernel_cpu", math.sqrt(0.5))
+    return _into_out(out, _float_sample(
+        lambda rng, s, w: rng.standard_normal(s, dtype=w), (_size_arg(sizes, size, "randn"),),
+        _dtype_with_out(dtype, out, "randn"), device, requires_grad, generator,
+        "normal_kernel_cpu", math.sqrt(0.5), kernel_name="randn"))
 
 
 _C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
@@ -552,6 +755,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     """Integers uniform on [low, high)."""
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=size)
+        low, high = 0, low
     if high is None or size is None:
         raise TypeError("randint() missing required arguments 'high' and 'size'")
     if not isinstance(size, (tuple, list, Tensor)):
@@ -561,7 +766,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    dtype = dtype or dt.int64
+    dtype = _dtype_with_out(dtype, out, "randint") or dt.int64
     if dtype._kind <= 1:
         info = np.iinfo(dtype.np) if dtype is not dt.bool else np.iinfo(np.uint8)
         hi_limit = 1 if dtype is dt.bool else info.max
@@ -572,7 +777,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     values = numpy_generator(generator).integers(low, high, size=_size((tuple(size),)),
                                                  dtype=np.int64)
     dev = resolve_device(device)
-    return _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev, requires_grad)
+    return _into_out(out, _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev,
+                                  requires_grad))
 
 
 def _as_int(value, name):
@@ -589,18 +795,20 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     """A random permutation of ``0 .. n-1``."""
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    dtype = dtype or dt.int64
+    dtype = _dtype_with_out(dtype, out, "randperm") or dt.int64
     values = numpy_generator(generator).permutation(n).astype(dtype.np)
     dev = resolve_device(device)
-    return _finish(_to_backend(values, dev), dtype, dev, requires_grad)
+    return _into_out(out, _finish(_to_backend(values, dev), dtype, dev, requires_grad))
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, **_):
+    dtype = dt.check_dtype(dtype, "rand_like")
     return rand(input._data.shape, dtype=dtype or input._dtype, device=device or input._device,
                 requires_grad=requires_grad, generator=generator)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, **_):
+    dtype = dt.check_dtype(dtype, "randn_like")
     return randn(input._data.shape, dtype=dtype or input._dtype, device=device or input._device,
                  requires_grad=requires_grad, generator=generator)
 
@@ -609,6 +817,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
                  generator=None, **_):
     if high is None:
         low, high = 0, low
+    dtype = dt.check_dtype(dtype, "randint_like")
     return randint(low, high, input._data.shape, dtype=dtype or input._dtype,
                    device=device or input._device, requires_grad=requires_grad,
                    generator=generator)
@@ -623,6 +832,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     """Normal samples; with tensor ``mean``/``std`` one sample per broadcast element, and the
     result differentiable in them (``mean + std * noise``)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        # These overloads take no size or tensor options: the tensors decide them.
+        given = {k: v for k, v in (("size", size), ("dtype", dtype), ("device", device),
+                                   ("layout", layout)) if v is not None}
+        if requires_grad:
+            given["requires_grad"] = requires_grad
+        if given:
+            raise _invalid_arguments("normal", (mean, std), given, _NORMAL_OVERLOADS)
         ref = mean if isinstance(mean, Tensor) else std
         for t in (mean, std):
             if isinstance(t, Tensor):
@@ -635,14 +851,26 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         from .shape import broadcast_shapes
         shape = broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         noise = randn(shape, dtype=ref._dtype, device=ref._device, generator=generator)
-        return mean + (std.to(ref._dtype) if isinstance(std, Tensor) else std) * noise
-    if size is None:
-        raise TypeError("normal() received an invalid combination of arguments - got (float, "
-                        "float), but expected (float mean, float std, tuple of ints size)")
-    if std < 0:
-        raise _std_error(std)
-    noise = randn(_size((tuple(size),)), dtype=dtype, device=device, generator=generator)
-    return _finish(noise._data * std + mean, noise._dtype, noise._device, requires_grad)
+        result = mean + (std.to(ref._dtype) if isinstance(std, Tensor) else std) * noise
+    else:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got (float, "
+                            "float), but expected (float mean, float std, tuple of ints size)")
+        if std < 0:
+            raise _std_error(std)
+        noise = randn(_size((tuple(size),), "normal"), dtype=_dtype_with_out(dtype, out, "normal"),
+                      device=device, generator=generator)
+        result = _finish(noise._data * std + mean, noise._dtype, noise._device, requires_grad)
+    return _into_out(out, result)
+
+
+_NORMAL_OVERLOADS = (
+    "(Tensor mean, Tensor std, *, ember.Generator generator = None, Tensor out = None)",
+    "(Tensor mean, float std = 1, *, ember.Generator generator = None, Tensor out = None)",
+    "(float mean, Tensor std, *, ember.Generator generator = None, Tensor out = None)",
+    "(float mean, float std, tuple of ints size, *, ember.Generator generator = None, "
+    "Tensor out = None, ember.dtype dtype = None, ember.layout layout = None, "
+    "ember.device device = None, bool pin_memory = False, bool requires_grad = False)")
 
 
 class BernoulliBackward0(Node):

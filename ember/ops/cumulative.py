@@ -189,20 +189,25 @@ def _trapezoid_dx(x, y, d, name):
     return diff(x, dim=d if x.ndim == y.ndim else d - y.ndim)
 
 
-def _trapezoid_terms(y, x, dx, dim, name):
-    d = wrap_dim(dim, y.ndim)
-    if y._dtype._kind < 2:
-        y = y.to(dt.get_default_dtype())
+def _check_trapezoid_args(y, x, name):
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(x).__name__}), but expected one of:\n"
+                        " * (Tensor y, Tensor x, *, int dim = -1)\n"
+                        " * (Tensor y, *, Number dx = 1, int dim = -1)\n")
+    if x is not None and (y._dtype is dt.bool or x._dtype is dt.bool):
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+    if x is None and y._dtype is dt.bool:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+
+
+# PyTorch's order of operations, which matters for integer samples: sums of neighbouring
+# samples and differences of x are taken in their own dtype (and wrap around), and only the
+# final halving makes the result floating point.
+def _pair_sums(y, d):
     intervals = builtins.max(y.shape[d] - 1, 0)
-    pair_sum = y.narrow(d, 1 if intervals else 0, intervals) + y.narrow(d, 0, intervals)
-    if x is not None:
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"(Tensor, {type(x).__name__}), but expected one of:\n"
-                            " * (Tensor y, Tensor x, *, int dim = -1)\n"
-                            " * (Tensor y, *, Number dx = 1, int dim = -1)\n")
-        return pair_sum * _trapezoid_dx(x, y, d, name) / 2, d
-    return pair_sum * (dx / 2), d
+    return y.narrow(d, 1 if intervals else 0, intervals) + y.narrow(d, 0, intervals)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -213,9 +218,12 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, y.ndim)
     if y.shape[d] == 0:  # PyTorch: zeros shaped (and typed) like the sum over no samples
-        return y.sum(d) * 0
-    terms, d = _trapezoid_terms(y, x, 1 if dx is None else dx, dim, "trapezoid")
-    return terms.sum(d)
+        return y.new_zeros(y.shape[:d] + y.shape[d + 1:])
+    _check_trapezoid_args(y, x, "trapezoid")
+    if x is not None:
+        return (_pair_sums(y, d) * _trapezoid_dx(x, y, d, "trapezoid")).sum(d) / 2.0
+    ends = y.select(d, 0) + y.select(d, -1)
+    return (y.sum(d) - ends * 0.5) * (1 if dx is None else dx)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -228,8 +236,12 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
                         "give `x` or `dx`, not both")
     if y.ndim == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-    terms, d = _trapezoid_terms(y, x, 1 if dx is None else dx, dim, "cumulative_trapezoid")
-    return terms.cumsum(d)
+    d = wrap_dim(dim, y.ndim)
+    _check_trapezoid_args(y, x, "cumulative_trapezoid")
+    if x is not None:
+        dx_t = _trapezoid_dx(x, y, d, "cumulative_trapezoid")
+        return (_pair_sums(y, d) * dx_t).cumsum(d) / 2.0
+    return ((1 if dx is None else dx) / 2.0 * _pair_sums(y, d)).cumsum(d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -414,6 +426,8 @@ def _euclidean_by_matmul(x1, x2):
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x2.ndim < 2:
@@ -432,8 +446,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"X2: {x2.shape[-1]}")
     if not p >= 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if compute_mode not in _CDIST_MODES:
-        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     use_mm = _CDIST_MODES[compute_mode]
     rows1, rows2 = x1.shape[-2], x2.shape[-2]
     if use_mm is None:

@@ -31,7 +31,7 @@ import numpy as np  # constants (finfo, Padé coefficients) only; array maths go
 from .linalg import _broadcast_batch as _matmul_batch
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, device_mismatch,
-                        dtype_name, wrap_dim)
+                        dtype_name, wrap_dim, wrap_dim_no_scalar)
 from .linalg import matmul
 from .shape import cat
 from .reduce import norm as _p_norm, _quiet
@@ -598,6 +598,9 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 
 def cholesky(input, upper=False, *, out=None):
+    if input._dtype._kind < 2:  # the deprecated op has no integer kernel (linalg's checks dtype)
+        raise NotImplementedError(f"\"cholesky_cpu\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
     return _finish_out(_cholesky(input, upper, True, name="cholesky")[0], out)
 
 
@@ -1326,6 +1329,9 @@ def _pinv(A, atol, rtol, hermitian):
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
+    if A._data.ndim < 2 and isinstance(atol, (int, float)) and rtol is None and rcond is None:
+        # PyTorch's overload for a Python-number atol asks for A.size(-2) before any check.
+        wrap_dim_no_scalar(-2, A._data.ndim)
     _check_pinv_input(A)
     _refuse_complex_grad(A, "linalg.pinv")
     if rcond is not None:
@@ -1633,6 +1639,8 @@ def _linalg_cross(input, other, *, dim=-1, out=None):
     if input._dtype is not other._dtype:
         raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found "
                            f"{dtype_name(other._dtype)}")
+    if input._dtype is dt.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     _broadcast_batch(input._data.shape, other._data.shape)
     xp = input._backend.xp
     a, b = input._data, other._data
@@ -1670,8 +1678,8 @@ def vander(x, N=None):
     if x._dtype is dt.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
                            "but got Bool")
-    if x._data.ndim == 0:
-        raise RuntimeError("N must be greater than 1.")
+    if x._data.ndim == 0:  # PyTorch reads a 0-d x as one point: a (1, N) matrix
+        x = x.reshape(1)
     n = x._data.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
@@ -1697,6 +1705,7 @@ def _check_norm_dtype(A, dtype, name):
                            f"{dtype_name(A._dtype)}")
     if dtype is None:
         return A
+    dtype = dt.check_dtype(dtype, name.replace(".", "_"))
     if dtype._kind < 2:
         raise RuntimeError(f"{name}: dtype should be floating point or complex, but got "
                            f"{dtype_name(dtype)}")

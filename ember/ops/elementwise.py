@@ -12,7 +12,7 @@ import math
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
-from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import _state as _grad_state, no_grad
 
 
 def _operands(input, other):
@@ -127,9 +127,34 @@ def sub(input, other, *, alpha=1, out=None):
     return _maybe_out(res, out)
 
 
+class RsubBackward0(Node):
+    """``other - alpha * input`` for two tensors (edges: input, other)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (None if self._edges[0] is None else -grad * self.alpha,
+                None if self._edges[1] is None else grad)
+
+
+class RsubBackward1(Node):
+    """``other - alpha * input`` for a number ``other``: one edge, to the input."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (-grad * self.alpha,)
+
+
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``: Python's ``2 - x``."""
-    return sub(other, input, alpha=alpha)
+    with no_grad():
+        res = sub(other, input, alpha=alpha)
+    o = _tensor_or_none(other)
+    if isinstance(input, Tensor) and needs_grad(input, o):
+        if o is None:
+            record(RsubBackward1, (input,), res, alpha=alpha)
+        else:
+            record(RsubBackward0, (input, o), res, alpha=alpha)
+    return res
 
 
 class MulBackward0(Node):
@@ -213,7 +238,9 @@ multiply = mul
 subtract = sub
 
 
-def _check_integer_divisor(xp, b, rt):
+def _check_integer_divisor(xp, b, rt, kernel):
+    if rt is dt.bool:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if rt._kind <= 1 and (bool(xp.any(b == 0)) if hasattr(b, "shape") else b == 0):
         raise RuntimeError("ZeroDivisionError")
 
@@ -221,7 +248,7 @@ def _check_integer_divisor(xp, b, rt):
 def _div_rounded(input, other, mode):
     like, a, b, rt = _operands(input, other)
     xp = like._backend.xp
-    _check_integer_divisor(xp, b, rt)
+    _check_integer_divisor(xp, b, rt, f"div_{mode}_cpu")
     if mode == "floor":
         data = xp.floor_divide(a, b)
     elif rt._kind <= 1:
@@ -242,7 +269,9 @@ def floor_divide(input, other, *, out=None):
     return _maybe_out(res, out)
 
 
-class RemainderBackward0(Node):
+class RemainderBackward1(Node):
+    """``remainder``/``fmod`` of two tensors; the number-divisor forms (``...Backward0``) have
+    one edge, and the gradient passes through unchanged."""
     __slots__ = ()
 
     def backward(self, grad):
@@ -253,18 +282,37 @@ class RemainderBackward0(Node):
         return grad, gb
 
 
+class FmodBackward1(RemainderBackward1):
+    __slots__ = ()
+
+
+class RemainderBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (grad,)
+
+
+class FmodBackward0(RemainderBackward0):
+    __slots__ = ()
+
+
 def _mod(input, other, xp_name, kind):
     like, a, b, rt = _operands(input, other)
     xp = like._backend.xp
-    _check_integer_divisor(xp, b, rt)
+    _check_integer_divisor(xp, b, rt, f"{kind}_cpu")
     res = _wrap(cast(xp.asarray(getattr(xp, xp_name)(a, b)), rt), rt, like)
     if not isinstance(input, Tensor):
         if needs_grad(other):
             record(NotImplementedBackward, (None, other), res, op=kind)
         return res
     o = _tensor_or_none(other)
-    if needs_grad(input, o):
-        record(RemainderBackward0, (input, o), res, save=(input, o), kind=kind)
+    if o is None:
+        if needs_grad(input):
+            record(RemainderBackward0 if kind == "remainder" else FmodBackward0, (input,), res)
+    elif needs_grad(input, o):
+        record(RemainderBackward1 if kind == "remainder" else FmodBackward1, (input, o), res,
+               save=(input, o), kind=kind)
     return res
 
 
@@ -443,6 +491,10 @@ class MaximumBackward0(Node):
         return ga, gb
 
 
+class MinimumBackward0(MaximumBackward0):
+    __slots__ = ()
+
+
 def _extremum(input, other, name, is_min):
     if not isinstance(other, Tensor):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
@@ -450,7 +502,8 @@ def _extremum(input, other, name, is_min):
     a, b, rt = binary_operands(input, other)
     res = _wrap(getattr(input._backend.xp, name)(a, b), rt, input)
     if needs_grad(input, other):
-        record(MaximumBackward0, (input, other), res, save=(input, other), minimum=is_min)
+        record(MinimumBackward0 if is_min else MaximumBackward0, (input, other), res,
+               save=(input, other), minimum=is_min)
     return res
 
 
@@ -692,8 +745,13 @@ def _check_unary_dtype(name, d, policy):
     return d._kind < 2 and policy == "round"
 
 
+# PyTorch's code generator capitalises a letter after a digit.
+_UNARY_NODE_NAMES = {"log1p": "Log1PBackward0"}
+
+
 def _make_unary(name, fwd, formula, saves, policy):
-    node_cls = type(f"{name.capitalize()}Backward0", (UnaryBackward,),
+    node_name = _UNARY_NODE_NAMES.get(name, f"{name.capitalize()}Backward0")
+    node_cls = type(node_name, (UnaryBackward,),
                     {"__slots__": (), "formula": staticmethod(formula), "saves": saves,
                      "holomorphic": name != "abs"})
 
@@ -752,14 +810,21 @@ class RoundBackward0(Node):
         return _zeros_like(grad)
 
 
-def round(input, *, decimals=0):
+class RoundBackward1(RoundBackward0):  # the ``decimals`` overload
+    __slots__ = ()
+
+
+def round(input, *, decimals=None):
+    if decimals is not None and input._dtype._kind < 2:
+        # PyTorch's ``decimals`` overload has no integer kernels, not even for decimals=0.
+        raise _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", input._dtype)
     if _check_unary_dtype("round", input._dtype, "round"):
         return input.clone()
     # NumPy rounds half to even and scales by 10**decimals first, as PyTorch does.
-    data = input._backend.xp.round(input._data, decimals)
+    data = input._backend.xp.round(input._data, decimals or 0)
     res = _wrap(data, input._dtype, input)
     if _needs(input):
-        record(RoundBackward0, (input,), res)
+        record(RoundBackward0 if decimals is None else RoundBackward1, (input,), res)
     return res
 
 
@@ -822,7 +887,9 @@ class ClampBackward0(Node):
                 ghi if self._edges[2] is not None else None)
 
 
-def clamp(input, min=None, max=None, *, out=None):
+def _clamped(input, min, max):
+    """``clamp``'s forward, shared by ``clamp_min``/``clamp_max``, which record their own
+    nodes."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     bounds = [v for v in (min, max) if v is not None]
@@ -831,6 +898,8 @@ def clamp(input, min=None, max=None, *, out=None):
             raise device_mismatch(input, bound)
     xp = input._backend.xp
     rt = dt.result_type(input, *bounds)
+    if rt is dt.bool:
+        _refuse_bool_clamp(min, max)
     x = cast(input._data, rt)
     data = x
     if min is not None:
@@ -839,7 +908,22 @@ def clamp(input, min=None, max=None, *, out=None):
         data = xp.minimum(data, cast(xp.asarray(max._data if isinstance(max, Tensor) else max), rt))
     if rt._kind >= 2:  # NaN propagates from the input, as in PyTorch
         data = xp.where(xp.isnan(x), x, data)
-    res = _wrap(cast(xp.asarray(data), rt), rt, input)
+    return _wrap(cast(xp.asarray(data), rt), rt, input)
+
+
+def _refuse_bool_clamp(min, max):
+    """PyTorch clamps bools only against one tensor bound (its maximum/minimum kernels)."""
+    tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
+    if all(tensors) and len(tensors) == 2:
+        raise _not_implemented("clamp_cpu", dt.bool)
+    if not any(tensors):
+        kernel = ("clamp_scalar_cpu" if len(tensors) == 2 else
+                  "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
+        raise _not_implemented(kernel, dt.bool)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    res = _clamped(input, min, max)
     tmin, tmax = _tensor_or_none(min), _tensor_or_none(max)
     if tmin is None and tmax is None:
         if _needs(input):
@@ -852,12 +936,54 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
-def clamp_min(input, min):
-    return clamp(input, min=min)
+# PyTorch's one-sided clamps have their own nodes: 0 for a number bound (like ClampBackward1),
+# 1 for a tensor bound, with an edge to it.
+class ClampMinBackward0(ClampBackward1):
+    __slots__ = ()
 
 
-def clamp_max(input, max):
-    return clamp(input, max=max)
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+
+
+class ClampMinBackward1(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, bound = self.saved_tensors
+        zero = _zeros_like(grad)
+        return (where(x >= bound, grad, zero) if self._edges[0] is not None else None,
+                where(x < bound, grad, zero) if self._edges[1] is not None else None)
+
+
+class ClampMaxBackward1(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, bound = self.saved_tensors
+        zero = _zeros_like(grad)
+        return (where(x <= bound, grad, zero) if self._edges[0] is not None else None,
+                where(x > bound, grad, zero) if self._edges[1] is not None else None)
+
+
+def _one_sided_clamp(input, bound, is_min, number_node, tensor_node, out):
+    res = _clamped(input, bound if is_min else None, None if is_min else bound)
+    tbound = _tensor_or_none(bound)
+    if tbound is None:
+        if _needs(input):
+            record(number_node, (input,), res, save=(input,), min=bound if is_min else None,
+                   max=None if is_min else bound)
+    elif needs_grad(input, tbound):
+        record(tensor_node, (input, tbound), res, save=(input, tbound))
+    return _maybe_out(res, out)
+
+
+def clamp_min(input, min, *, out=None):
+    return _one_sided_clamp(input, min, True, ClampMinBackward0, ClampMinBackward1, out)
+
+
+def clamp_max(input, max, *, out=None):
+    return _one_sided_clamp(input, max, False, ClampMaxBackward0, ClampMaxBackward1, out)
 
 
 class WhereBackward0(Node):
@@ -989,9 +1115,48 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return res
 
 
+class XlogyBackward0(Node):
+    """``x * log(y)`` (0 where ``x`` is 0) of two tensors; a number ``x`` (``XlogyBackward1``)
+    or ``y`` (``XlogyBackward2``) leaves one edge, to the tensor operand."""
+    __slots__ = ()
+    operands = (0, 1)  # which of (x, y) have an edge, in order
+
+    def backward(self, grad):
+        x, y = self.saved_tensors
+        grads = []
+        if 0 in self.operands:
+            # PyTorch's formula: log(y) even where x is 0, unless y <= 0 there too
+            grads.append(xlogy(grad, y).masked_fill((x == 0) & (y <= 0), 0.0))
+        if 1 in self.operands:
+            grads.append(grad * x / y)
+        return tuple(g if e is not None else None for g, e in zip(grads, self._edges))
+
+
+class XlogyBackward1(XlogyBackward0):
+    __slots__ = ()
+    operands = (1,)
+
+
+class XlogyBackward2(XlogyBackward0):
+    __slots__ = ()
+    operands = (0,)
+
+
 def xlogy(input, other):
     x = input if isinstance(input, Tensor) else as_tensor_on(input, other)
-    return where(x == 0, x * 0, x * (other.log() if isinstance(other, Tensor) else math.log(other)))
+    y = other if isinstance(other, Tensor) else as_tensor_on(other, x)
+    with no_grad():
+        res = where(x == 0, x * 0, x * (other.log() if isinstance(other, Tensor)
+                                        else math.log(other)))
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        if needs_grad(input, other):
+            record(XlogyBackward0, (input, other), res, save=(x, y))
+    elif isinstance(input, Tensor):
+        if needs_grad(input):
+            record(XlogyBackward2, (input,), res, save=(x, y))
+    elif needs_grad(other):
+        record(XlogyBackward1, (other,), res, save=(x, y))
+    return res
 
 
 def _maybe_out(res, out):

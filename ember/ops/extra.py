@@ -14,10 +14,11 @@ import warnings
 import numpy as np
 
 from .. import _dtype as dt
+from ..autograd.grad_mode import no_grad
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, binary_operands, cast, to_float_dtype)
 from .elementwise import NotImplementedBackward, _operands, _opmath, where, float_power
-from .reduce import return_types, _ValuesIndices, amin, amax
+from .reduce import return_types, _ValuesIndices, amin, amax, PairBackward, record_pair
 from .shape import cat, stack, broadcast_shapes
 from .indexing import _check_index, _coords, _pad_to, _fill_value, index_select
 from .creation import resolve_device, _finish, _to_backend
@@ -82,8 +83,15 @@ class CopysignBackward0(Node):
         zero = x == 0
         ratio = (result / x.masked_fill(zero, 1)).masked_fill(zero, 0)
         # The sign argument's gradient is zero almost everywhere: PyTorch returns zeros.
+        if len(self._edges) == 1:
+            return (grad * ratio,)
         g_other = grad.new_zeros(self._in_meta[1][0]) if self._edges[1] is not None else None
         return grad * ratio, g_other
+
+
+class CopysignBackward1(CopysignBackward0):
+    """``copysign`` with a number sign: one edge, to the input."""
+    __slots__ = ()
 
 
 def copysign(input, other):
@@ -93,8 +101,10 @@ def copysign(input, other):
     data = xp.copysign(_opmath(cast(a, rt), rt), b if not hasattr(b, "dtype") else _opmath(cast(b, rt), rt))
     res = _wrap(cast(xp.asarray(data), rt), rt, like)
     if isinstance(input, Tensor) and needs_grad(input):
-        other_t = other if isinstance(other, Tensor) else None
-        record(CopysignBackward0, (input, other_t), res, save=(input,), save_out=True)
+        if isinstance(other, Tensor):
+            record(CopysignBackward0, (input, other), res, save=(input,), save_out=True)
+        else:
+            record(CopysignBackward1, (input,), res, save=(input,), save_out=True)
     return res
 
 
@@ -176,14 +186,32 @@ def heaviside(input, values):
     return res
 
 
-def deg2rad(input):
+class Deg2RadBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (grad * self.factor,)
+
+
+class Rad2DegBackward0(Deg2RadBackward0):
+    __slots__ = ()
+
+
+def _angle_units(input, factor, node):
     x = input if input._dtype._kind >= 2 else input.to(dt.get_default_dtype())
-    return x * (math.pi / 180.0)
+    with no_grad():
+        res = x * factor
+    if needs_grad(x):
+        record(node, (x,), res, factor=factor)
+    return res
+
+
+def deg2rad(input):
+    return _angle_units(input, math.pi / 180.0, Deg2RadBackward0)
 
 
 def rad2deg(input):
-    x = input if input._dtype._kind >= 2 else input.to(dt.get_default_dtype())
-    return x * (180.0 / math.pi)
+    return _angle_units(input, 180.0 / math.pi, Rad2DegBackward0)
 
 
 def _integer_binary(name, input, other):
@@ -380,13 +408,28 @@ def rot90(input, k=1, dims=(0, 1)):
                            f"dim1 = {dims[1]}")
     d0, d1 = wrap_dim(dims[0], nd), wrap_dim(dims[1], nd)
     k = operator.index(k) % 4
-    if k == 1:
-        return input.flip(d1).transpose(d0, d1)
-    if k == 2:
-        return input.flip(d0, d1)
-    if k == 3:
-        return input.flip(d0).transpose(d0, d1)
-    return input.clone()
+    with no_grad():
+        if k == 1:
+            res = input.flip(d1).transpose(d0, d1)
+        elif k == 2:
+            res = input.flip(d0, d1)
+        elif k == 3:
+            res = input.flip(d0).transpose(d0, d1)
+        else:
+            res = input.clone()
+        if res._base is not None:  # a transposed view of the flipped copy: not a view of input
+            res = _wrap(res._data, res._dtype, res)
+    if needs_grad(input):
+        record(Rot90Backward0, (input,), res, k=k, dims=(d0, d1))
+    return res
+
+
+class Rot90Backward0(Node):
+    """A rotation's adjoint is the opposite rotation."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (rot90(grad, -self.k, self.dims),)
 
 
 def kron(input, other):
@@ -426,7 +469,7 @@ def _tri_indices(name, row, col, offset, dtype, device, lower):
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
-    dtype = dt.int64 if dtype is None else dtype
+    dtype = dt.int64 if dtype is None else dt.check_dtype(dtype, name)
     if dtype not in (dt.int64, dt.int32):
         raise _not_implemented(name, dtype)
     maker = np.tril_indices if lower else np.triu_indices
@@ -482,15 +525,6 @@ def _dim_index(input, dim, index, name, expected_error, wrap_negative):
     return d, idx
 
 
-def _check_fits(value, dtype):
-    """PyTorch refuses a Python number that the integer dtype cannot hold."""
-    if dtype._kind != 1 or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return
-    info = np.iinfo(dtype.np)
-    if not info.min <= value <= info.max:
-        raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
-
-
 class IndexFillBackward0(Node):
     __slots__ = ()
 
@@ -499,11 +533,17 @@ class IndexFillBackward0(Node):
         d = self.dim
         g_self = grad.index_fill(d, index, 0) if self._edges[0] is not None else None
         g_value = None
-        if self._edges[1] is not None:
+        if len(self._edges) > 1 and self._edges[1] is not None:
             # A position listed twice is filled once: it counts once towards the value's grad.
             unique = _wrap(grad._backend.xp.unique(index._data), dt.int64, index)
             g_value = grad.index_select(d, unique).sum() if grad.ndim else grad.sum()
-        return g_self, g_value
+        return (g_self, g_value)[:len(self._edges)]
+
+
+class IndexFillBackward1(IndexFillBackward0):
+    """``index_fill`` with a 0-d tensor value (edges: input, value); filling a number has
+    the one edge to the input."""
+    __slots__ = ()
 
 
 def index_fill(input, dim, index, value):
@@ -518,7 +558,6 @@ def index_fill(input, dim, index, value):
             raise device_mismatch(input, vt)
         fill = vt._data.astype(input._data.dtype)
     else:
-        _check_fits(value, input._dtype)
         fill = _fill_value(input._backend.xp, value, input._data.dtype)
     data = input._data.copy()
     if data.ndim == 0:
@@ -528,8 +567,9 @@ def index_fill(input, dim, index, value):
         data[_dim_slices(d, idx)] = fill
     res = _wrap(data, input._dtype, input)
     if needs_grad(input, vt):
-        record(IndexFillBackward0, (input, vt), res,
-               save=(_wrap(idx, dt.int64, index),), dim=d)
+        node, inputs = ((IndexFillBackward0, (input,)) if vt is None
+                        else (IndexFillBackward1, (input, vt)))
+        record(node, inputs, res, save=(_wrap(idx, dt.int64, index),), dim=d)
     return res
 
 
@@ -748,6 +788,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise device_mismatch(input, src)
     if src._dtype is not input._dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and input._dtype is dt.bool:
+        raise _not_implemented("scatter_gather_tensor_cpu_reduce_mean", dt.bool)
     xp = input._backend.xp
     data = input._data.copy()
     idx = index._data
@@ -810,6 +852,13 @@ def aminmax(input, *, dim=None, keepdim=False):
     if dim is None:
         if keepdim:
             axes = tuple(range(input.ndim))
-            return _aminmax_result((amin(input, axes, True), amax(input, axes, True)))
-        return _aminmax_result((amin(input), amax(input)))
-    return _aminmax_result((amin(input, dim, keepdim), amax(input, dim, keepdim)))
+            pair = amin(input, axes, True), amax(input, axes, True)
+        else:
+            pair = amin(input), amax(input)
+    else:
+        pair = amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return _aminmax_result(record_pair(AminmaxBackward0, input, *pair))
+
+
+class AminmaxBackward0(PairBackward):
+    __slots__ = ()

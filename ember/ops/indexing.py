@@ -8,10 +8,10 @@ from numpy import generic as _np_generic
 
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dim, device_mismatch, cast, \
-    dtype_name
+    dtype_name, wrap_dim_no_scalar, checked_int_scalar
 from .shape import make_view, SliceBackward0, SelectBackward0, scatter_into_view
 from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
-from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import _state as _grad_state, no_grad
 
 
 def _needs(t):
@@ -29,8 +29,15 @@ def _convert_key(input, key):
         key = tuple(key)  # PyTorch's (deprecated) reading of x[[seq, seq]] as x[seq, seq]
     if not isinstance(key, tuple):
         key = (key,)
+    ndim = input._data.ndim
+    # PyTorch counts the indexed dims before it reads any element of the key
+    if len(key) > ndim and ndim and _dims_named(key) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    if key.count(Ellipsis) > 1:
+        key = _drop_later_ellipses(key, ndim)
     out = []
     basic = True
+    float_index = False
     xp = input._backend.xp
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, slice):
@@ -42,8 +49,9 @@ def _convert_key(input, key):
         elif isinstance(k, Tensor):
             if k._device is not input._device:
                 raise device_mismatch(input, k)
-            if k._dtype._kind >= 2:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            if k._dtype._kind >= 2:  # reported after the slices, as PyTorch checks them first
+                float_index = True
+                continue
             data = k._data
             if k._dtype is dt.uint8:
                 data = data.astype(bool)
@@ -55,13 +63,10 @@ def _convert_key(input, key):
         elif isinstance(k, bool):
             out.append(xp.asarray(k))
             basic = False
-        elif isinstance(k, (list, range)):
-            arr = xp.asarray(list(k) if isinstance(k, range) else k)
-            if arr.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if arr.size == 0:
-                arr = arr.astype("int64")
-            out.append(arr)
+        elif isinstance(k, (list, tuple, range)):
+            # A tuple inside the key is a sequence index, as a list is (PyTorch: x[(0, 1), 2]
+            # is x[[0, 1], 2]).
+            out.append(_sequence_index(xp, list(k)))
             basic = False
         else:
             try:
@@ -70,7 +75,61 @@ def _convert_key(input, key):
                 raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                                  "byte Variables are valid indices (got "
                                  f"{type(k).__name__})") from None
+    if float_index:
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return tuple(out), basic
+
+
+def _dims_named(key):
+    """How many of the tensor's dims the key elements index (a bool mask counts its own)."""
+    count = 0
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, bool):
+            continue
+        if isinstance(k, Tensor) and k._dtype in (dt.bool, dt.uint8):
+            count += k._data.ndim
+        else:
+            count += 1
+    return count
+
+
+def _is_full_slice(k):
+    """``:`` or ``0::1``, which PyTorch skips without looking at the dim."""
+    return (isinstance(k, slice) and k.start in (None, 0) and k.stop is None
+            and k.step in (None, 1))
+
+
+def _drop_later_ellipses(key, ndim):
+    """PyTorch moves its dim counter past the dims the key leaves out at every Ellipsis, not
+    just the first: a later one is harmless only with nothing after it (or nothing left out);
+    anything after it would index past the last dim."""
+    second = key.index(Ellipsis, key.index(Ellipsis) + 1)
+    rest = [k for k in key[second:] if k is not Ellipsis and not _is_full_slice(k)]
+    for k in rest:
+        if isinstance(k, slice) and k.step is not None and operator.index(k.step) <= 0:
+            raise ValueError("step must be greater than zero")
+    if rest and ndim - _dims_named(key):
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return key[:second] + tuple(rest)
+
+
+def _sequence_index(xp, seq):
+    """A list or tuple inside an index as PyTorch converts it: a bool mask when every element
+    is a bool, otherwise int64 indices (floats truncated toward zero)."""
+    try:
+        arr = xp.asarray(seq)
+    except ValueError:  # ragged: PyTorch reads the nested sequence as a number
+        inner = next(v for v in seq if isinstance(v, (list, tuple)))
+        raise TypeError(f"'{type(inner).__name__}' object cannot be interpreted as an "
+                        "integer") from None
+    if arr.dtype.kind == "b":
+        return arr
+    if arr.dtype.kind in "iuf":
+        return arr.astype("int64", copy=False)
+    if arr.dtype.kind in "US":
+        raise TypeError("new(): invalid data type 'str'")
+    odd = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool))), None)
+    raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
 
 
 def _basic_index(xp, arr, key):
@@ -196,6 +255,11 @@ def getitem_converted(t, nkey):
 
 
 def index_put(input, indices, values, accumulate=False, *, _converted=False):
+    if not _converted:  # the public op takes a sequence of index tensors, nothing else
+        for i, k in enumerate(indices):
+            if k is not None and not isinstance(k, Tensor):
+                raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                                f"{type(k).__name__}")
     nkey = indices if _converted else _convert_key(input, tuple(indices) if isinstance(
         indices, list) else indices)[0]
     vt = values if isinstance(values, Tensor) else None
@@ -264,14 +328,14 @@ def _coords(xp, index_arr, d):
 
 
 def _check_index(input, dim, index, name):
+    nd = builtins.max(input._data.ndim, 1)
+    d = wrap_dim(dim, nd)
     if index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
-    nd = builtins.max(input._data.ndim, 1)
     if index._data.ndim != input._data.ndim and not (index._data.ndim <= 1 and input._data.ndim <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     if index._device is not input._device:
         raise device_mismatch(input, index)
-    d = wrap_dim(dim, nd)
     size = input._data.shape[d] if input._data.ndim else 1
     _check_bounds(index._data, d, size)
     return d
@@ -287,9 +351,10 @@ def _check_bounds(index_data, d, size):
 
 
 def _fill_value(xp, value, np_dtype):
-    """A Python scalar as a 0-d array of ``np_dtype``; out-of-range integers wrap, as in PyTorch."""
-    if isinstance(value, int) and not isinstance(value, bool) and np_dtype.kind in "iu":
-        return xp.asarray(value).astype(np_dtype)
+    """A Python scalar as a 0-d array of ``np_dtype``, converted by PyTorch's checked rule for
+    integer dtypes (floats truncate, negative ints wrap into unsigned ones, overflow raises)."""
+    if np_dtype.kind in "iu" and isinstance(value, (int, float)):
+        value = checked_int_scalar(value, dt.from_numpy_dtype(np_dtype))
     return xp.asarray(value, dtype=np_dtype)
 
 
@@ -330,9 +395,18 @@ class ScatterBackward0(Node):
         g_self = g_src = None
         if self._edges[0] is not None:
             g_self = grad if self.add else grad.scatter(d, index, 0.0)
-        if self._edges[1] is not None:
+        if len(self._edges) > 1 and self._edges[1] is not None:
             g_src = _pad_to(grad.gather(d, index), self.src_shape)
-        return g_self, g_src
+        return (g_self, g_src)[:len(self._edges)]
+
+
+class ScatterBackward1(ScatterBackward0):
+    """``scatter`` of a number: one edge, to the input."""
+    __slots__ = ()
+
+
+class ScatterAddBackward0(ScatterBackward0):
+    __slots__ = ()
 
 
 def _pad_to(g, shape):
@@ -380,7 +454,12 @@ def _scatter(input, dim, index, src, add, reduce=None):
     if needs_grad(input, st):
         if reduce is not None and reduce not in ("add", "sum"):
             raise NotImplementedError("the gradient of scatter with reduce='multiply' is not implemented")
-        record(ScatterBackward0, (input, st), out, save=(index,), dim=d, add=add or reduce is not None,
+        node, inputs = ScatterBackward0, (input, st)
+        if add:
+            node = ScatterAddBackward0
+        elif st is None:
+            node, inputs = ScatterBackward1, (input,)
+        record(node, inputs, out, save=(index,), dim=d, add=add or reduce is not None,
                src_shape=st._data.shape if st is not None else None)
     return out
 
@@ -415,6 +494,9 @@ def index_select(input, dim, index):
     xp = input._backend.xp
     idx = index._data.reshape(-1)
     size = input._data.shape[d] if nd else 1
+    if not nd and idx.size > 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} "
+                           "value(s)")
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
         raise IndexError("index out of range in self")
     if nd:
@@ -461,10 +543,15 @@ def index_add(input, dim, index, source, *, alpha=1):
                            f"specified dimension. Got self.shape = {list(input._data.shape)} "
                            f"source.shape = {list(src_dims)}")
     src_count = src_dims[d] if source._data.ndim else 1
+    if n_index != src_count and not source._data.ndim:
+        wrap_dim_no_scalar(d, 0)  # PyTorch asks a 0-d source for its size along dim
     if n_index != src_count:
         raise RuntimeError(f"index_add_(): Number of indices ({n_index}) should be equal to "
                            f"source.size(dim): ({src_count}), for dim: {d}")
-    _check_bounds(index._data, d, input._data.shape[d] if nd else 1)
+    if nd:
+        _check_bounds(index._data, d, input._data.shape[d])
+    elif index._data.size and (int(index._data.min()) != 0 or int(index._data.max()) != 0):
+        raise IndexError("index out of range in self")
     xp = input._backend.xp
     data = input._data.copy()
     src = source._data
@@ -488,9 +575,15 @@ class MaskedFillBackward0(Node):
         (mask,) = self.saved_tensors
         g_self = grad.masked_fill(mask, 0) if self._edges[0] is not None else None
         g_val = None
-        if self._edges[1] is not None:
+        if len(self._edges) > 1 and self._edges[1] is not None:
             g_val = (grad * mask.to(grad.dtype)).sum()
-        return g_self, g_val
+        return (g_self, g_val)[:len(self._edges)]
+
+
+class MaskedFillBackward1(MaskedFillBackward0):
+    """``masked_fill`` with a 0-d tensor value, which gets a gradient too (edges: input,
+    value); filling a number has the one edge to the input."""
+    __slots__ = ()
 
 
 def masked_fill(input, mask, value):
@@ -508,16 +601,20 @@ def masked_fill(input, mask, value):
         v = vt._data.astype(input._data.dtype)
     else:
         v = _fill_value(xp, value, input._data.dtype)
-    try:
-        m = xp.broadcast_to(mask._data, input._data.shape)
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({input._data.shape[-1] if input.ndim else 1}) must "
-                           f"match the size of tensor b ({mask._data.shape[-1]}) at non-singleton "
-                           "dimension") from None
-    data = xp.where(m, v, input._data)
+    # Out of place, PyTorch broadcasts the input and the mask together (a 0-d input filled
+    # through a matrix mask gives a matrix); the in-place form checks the shape on writing.
+    if mask._data.shape != input._data.shape:
+        from .elementwise import broadcast_error
+        error = broadcast_error(mask._data.shape, input._data.shape)
+        if error is not None:
+            raise error
+    data = xp.where(mask._data, v, input._data)
     out = _wrap(data, input._dtype, input)
     if needs_grad(input, vt):
-        record(MaskedFillBackward0, (input, vt), out, save=(mask,))
+        if vt is None:
+            record(MaskedFillBackward0, (input,), out, save=(mask,))
+        else:
+            record(MaskedFillBackward1, (input, vt), out, save=(mask,))
     return out
 
 
@@ -525,14 +622,32 @@ def masked_select(input, mask):
     from .shape import broadcast_tensors
     if mask._dtype is not dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    a, m = broadcast_tensors(input, mask)
-    return getitem(a, m)
+    with no_grad():
+        a, m = broadcast_tensors(input, mask)
+        res = getitem(a, m)
+    if _needs(input):
+        record(MaskedSelectBackward0, (input,), res, mask=m, shape=tuple(a.shape))
+    return res
+
+
+class MaskedSelectBackward0(Node):
+    """The selected elements' gradients go back where the (broadcast) mask is set; the engine
+    sums a broadcast input's gradient back to its shape."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        from .extra import masked_scatter
+        return (masked_scatter(grad.new_zeros(self.shape), self.mask, grad),)
 
 
 def take_along_dim(input, indices, dim=None):
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
-    d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim != indices._data.ndim:
+        raise RuntimeError(f"ember.take_along_dim(): input and indices should have the same number "
+                           f"of dimensions, but got {input._data.ndim} dimensions for input, and "
+                           f"{indices._data.ndim} dimensions for indices")
+    d = wrap_dim_no_scalar(dim, input._data.ndim)
     shape_in = list(input.shape)
     shape_idx = list(indices.shape)
     shape_in[d] = 1
@@ -552,7 +667,23 @@ def take(input, index):
         bad = int(index._data.max()) if int(index._data.max()) >= numel else int(index._data.min())
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} "
                          "elements.")
-    return input.reshape(-1)[index]
+    with no_grad():
+        res = input.reshape(-1)[index]
+    if _needs(input):
+        record(TakeBackward0, (input,), res, index=index, shape=tuple(input.shape))
+    return res
+
+
+class TakeBackward0(Node):
+    """Each taken element's gradient is added back at its flat index (negative ones wrap)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        numel = 1
+        for n in self.shape:
+            numel *= n
+        flat = self.index.reshape(-1).long() % builtins.max(numel, 1)
+        return (grad.new_zeros((numel,)).index_add(0, flat, grad.reshape(-1)).reshape(self.shape),)
 
 
 def nonzero(input, *, as_tuple=False):
@@ -583,6 +714,14 @@ class SortBackward0(Node):
         return grad.new_zeros(self.in_shape).scatter(self.dim, indices, grad)
 
 
+class SortBackward1(SortBackward0):  # the overload with ``stable``
+    __slots__ = ()
+
+
+class TopkBackward0(SortBackward0):
+    __slots__ = ()
+
+
 def _argsort(xp, data, d, descending):
     if data.ndim == 0:
         return xp.zeros((), dtype="int64")
@@ -595,7 +734,7 @@ def _argsort(xp, data, d, descending):
     return xp.argsort(data, axis=d, kind="stable").astype("int64")
 
 
-def sort(input, dim=-1, descending=False, stable=False):
+def sort(input, dim=-1, descending=False, stable=None):
     if isinstance(dim, bool):
         raise TypeError("sort(): argument 'dim' must be int, not bool")
     nd = input._data.ndim
@@ -606,7 +745,8 @@ def sort(input, dim=-1, descending=False, stable=False):
     values = _wrap(vals, input._dtype, input)
     indices = _wrap(idx, dt.int64, input)
     if _needs(input):
-        record(SortBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
+        record(SortBackward0 if stable is None else SortBackward1, (input,), values,
+               save=(indices,), dim=d, in_shape=input._data.shape)
     return _sort_result((values, indices))
 
 
@@ -620,6 +760,8 @@ def msort(input):
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
+    if input._dtype is dt.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     size = input._data.shape[d] if nd else 1
@@ -635,5 +777,5 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     values = _wrap(vals, input._dtype, input)
     indices = _wrap(idx.astype("int64"), dt.int64, input)
     if _needs(input):
-        record(SortBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
+        record(TopkBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
     return _topk_result((values, indices))

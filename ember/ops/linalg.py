@@ -2,8 +2,10 @@
 exact by multiplying in float32); the composite ones (``tensordot``, ``einsum``) are permutes and
 reshapes around ``matmul``, so their gradients come from it."""
 from .. import _dtype as dt
-from ._dispatch import Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name
+from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name,
+                        wrap_dim_no_scalar, checked_int_scalar)
 from .elementwise import _conj
+from .._layout import strided as _STRIDED
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum"]
@@ -31,10 +33,24 @@ class MmBackward0(Node):
             if a_vec:
                 ga = ga.squeeze(-2)
         if self._edges[1] is not None:
-            gb = _conj(a).mT.matmul(grad)
+            gb = _mat2_grad(a, grad, self.__dict__.get("mat2_transposed"))
             if b_vec:
                 gb = gb.squeeze(-1)
         return ga, gb
+
+
+def _transposed_matrix(t):
+    """Whether ``t`` is a matrix stored transposed (``weight.t()``, as ``linear`` passes it)."""
+    return t.ndim == 2 and not t.is_contiguous() and t.mT.is_contiguous()
+
+
+def _mat2_grad(a, grad, mat2_transposed):
+    """``a^H @ grad``, laid out like the second operand was (as PyTorch's mm_mat2_backward): for
+    a transposed operand it is computed as ``(grad^T @ conj(a))^T``, so the gradient that
+    reaches the untransposed tensor (a layer's weight) is contiguous."""
+    if mat2_transposed:
+        return grad.mT.matmul(_conj(a)).mT
+    return _conj(a).mT.matmul(grad)
 
 
 # PyTorch names the node after the kernel a rank combination dispatches to.
@@ -61,6 +77,19 @@ def _check_operands(a, b, name, arg="other"):
         raise device_mismatch(a, b)
 
 
+def _sparse_product(input, other, name, out):
+    """``mm``/``matmul`` with a sparse operand (``ember/ops/sparse.py``): a dense result."""
+    from . import sparse
+    if out is not None:
+        raise NotImplementedError(f"{name}: out= with a sparse operand is not supported")
+    if input._layout is not _STRIDED:
+        return sparse.mm(input, other, name)
+    if other.ndim != 2 or input.ndim != 2:
+        raise NotImplementedError(f"{name}: Ember multiplies a dense and a sparse tensor as "
+                                  f"matrices only, got {input.ndim}-D and {other.ndim}-D")
+    return sparse.dense_mm(input, other)
+
+
 def _check_same_dtype(a, b):
     if a._dtype is dt.bool or b._dtype is dt.bool:
         kernel = "dot" if a._data.ndim == 1 and b._data.ndim == 1 else "addmm_impl_cpu_"
@@ -81,6 +110,8 @@ def _cpp_name(d):
 
 def matmul(input, other, *, out=None):
     _check_operands(input, other, "matmul")
+    if input._layout is not _STRIDED or other._layout is not _STRIDED:
+        return _sparse_product(input, other, "matmul", out)
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
@@ -93,7 +124,7 @@ def matmul(input, other, *, out=None):
         record(node_cls, (input, other), res,
                save=(input if other._requires_grad else None,
                      other if input._requires_grad else None),
-               a_vec=a.ndim == 1, b_vec=b.ndim == 1)
+               a_vec=a.ndim == 1, b_vec=b.ndim == 1, mat2_transposed=_transposed_matrix(other))
     if out is not None:
         from .inplace import copy_into_out
         return copy_into_out(out, res)
@@ -143,6 +174,8 @@ def _shape_error(a_shape, b_shape):
 
 
 def mm(input, mat2, *, out=None):
+    if input._layout is not _STRIDED or getattr(mat2, "_layout", _STRIDED) is not _STRIDED:
+        return _sparse_product(input, mat2, "mm", out)
     _check_mm_args(input, mat2)
     return matmul(input, mat2, out=out)
 
@@ -176,6 +209,8 @@ def _check_bmm_args(input, mat2):
 
 def mv(input, vec, *, out=None):
     _check_operands(input, vec, "mv", "vec")
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
     return matmul(input, vec, out=out)
@@ -229,7 +264,7 @@ class AddmmBackward0(Node):
         if self._edges[1] is not None:
             g_a = scaled.matmul(_conj(b).mT)
         if self._edges[2] is not None:
-            g_b = _conj(a).mT.matmul(scaled)
+            g_b = _mat2_grad(a, scaled, self.__dict__.get("mat2_transposed"))
         return g_input, g_a, g_b
 
 
@@ -238,6 +273,11 @@ class BaddbmmBackward0(AddmmBackward0):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    if mat1._layout is not _STRIDED:
+        if out is not None:
+            raise NotImplementedError("addmm: out= with a sparse operand is not supported")
+        from .sparse import addmm as sparse_addmm
+        return sparse_addmm(input, mat1, mat2, beta=beta, alpha=alpha)
     _check_add_product(input, mat1, mat2)
     _check_mm_args(mat1, mat2)
     return _add_product(input, mat1, mat2, beta, alpha, AddmmBackward0, out)
@@ -270,6 +310,11 @@ def _add_product(input, a, b, beta, alpha, node_cls, out):
     """One node for the whole expression. Half precision is computed in float32 and rounded
     once at the end, as PyTorch's CPU kernels do."""
     backend = input._backend
+    if input._dtype is dt.bool:
+        kernel = "addmm_impl_cpu_" if node_cls is AddmmBackward0 else "baddbmm"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if input._dtype._kind == 1:  # integer products take alpha and beta as that integer type
+        beta, alpha = checked_int_scalar(beta, input._dtype), checked_int_scalar(alpha, input._dtype)
     work = dt.float32.np if input._dtype in (dt.float16, dt.bfloat16) else input._dtype.np
     data = backend.matmul(a._data.astype(work, copy=False), b._data.astype(work, copy=False))
     shape = data.shape
@@ -284,7 +329,7 @@ def _add_product(input, a, b, beta, alpha, node_cls, out):
     if needs_grad(input, a, b):
         record(node_cls, (input, a, b), res,
                save=(a if b._requires_grad else None, b if a._requires_grad else None),
-               beta=beta, alpha=alpha)
+               beta=beta, alpha=alpha, mat2_transposed=_transposed_matrix(b))
     if out is not None:
         from .inplace import copy_into_out
         return copy_into_out(out, res)
@@ -308,10 +353,13 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+    product = bmm(batch1, batch2)
+    return _scaled_sum(input, product.sum(0, dtype=product.dtype), beta, alpha)
 
 
 def _scaled_sum(input, prod, beta, alpha):
+    if prod._dtype._kind == 1:
+        beta, alpha = checked_int_scalar(beta, prod._dtype), checked_int_scalar(alpha, prod._dtype)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
@@ -339,8 +387,8 @@ def tensordot(a, b, dims=2, out=None):
         dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
-    dims_a = [d % a.ndim for d in dims_a]
-    dims_b = [d % b.ndim for d in dims_b]
+    dims_a = [wrap_dim_no_scalar(d, a.ndim) for d in dims_a]
+    dims_b = [wrap_dim_no_scalar(d, b.ndim) for d in dims_b]
     for da, db in zip(dims_a, dims_b):
         if a.shape[da] != b.shape[db]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
@@ -369,6 +417,9 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, rhs = _parse_einsum(equation, operands)
+    # Summing an integer operand promotes it to int64, as in PyTorch; operands that differ in
+    # dtype to begin with are refused by the product.
+    same_dtype = all(op._dtype is operands[0]._dtype for op in operands)
     ops = [_take_repeated_diagonals(op, t, i) for i, (op, t) in enumerate(zip(operands, terms))]
     _check_einsum_sizes(ops)
     # A label that appears in one operand only and not in the output is summed right away.
@@ -379,7 +430,7 @@ def einsum(equation, *operands):
     for i in range(1, len(ops)):
         keep = set(rhs).union(*(t for _, t in ops[i + 1:]))
         op, t = ops[i]
-        cur, cur_t = _contract_pair(cur, cur_t, op, t, keep)
+        cur, cur_t = _contract_pair(cur, cur_t, op, t, keep, same_dtype)
     perm = [cur_t.index(c) for c in rhs]
     return cur.permute(perm) if perm != list(range(len(perm))) else cur
 
@@ -471,7 +522,7 @@ def _sum_labels(op, t, labels):
     return op, "".join(c for c in t if c not in labels)
 
 
-def _contract_pair(a, ta, b, tb, keep):
+def _contract_pair(a, ta, b, tb, keep, promote):
     a, ta = _sum_labels(a, ta, [c for c in ta if c not in tb and c not in keep])
     b, tb = _sum_labels(b, tb, [c for c in tb if c not in ta and c not in keep])
     batch = [c for c in ta if c in tb and c in keep]
@@ -483,6 +534,9 @@ def _contract_pair(a, ta, b, tb, keep):
             b = b.sum(tb.index(c), keepdim=True)
         elif size_b == 1 and size_a != 1:
             a = a.sum(ta.index(c), keepdim=True)
+    if a._dtype is not b._dtype and promote:  # an integer operand summed above is int64
+        common = dt.promote_types(a._dtype, b._dtype)
+        a, b = a.to(common), b.to(common)
     only_a = [c for c in ta if c not in tb]
     only_b = [c for c in tb if c not in ta]
     a = a.permute([ta.index(c) for c in batch + only_a + contract])
@@ -494,7 +548,10 @@ def _contract_pair(a, ta, b, tb, keep):
     am = a.reshape(a_batch + [_prod(a_free), k])
     bm = b.reshape(b_batch + [k, _prod(b_free)])
     out_batch = [max(x, y) for x, y in zip(a_batch, b_batch)]
-    out = am.matmul(bm).reshape(out_batch + a_free + b_free)
+    # Without a contracted label the product is an outer product: a broadcast multiply, which
+    # (as in PyTorch) bool operands support and a matrix product does not.
+    out = am.matmul(bm) if contract else am * bm
+    out = out.reshape(out_batch + a_free + b_free)
     return out, "".join(batch + only_a + only_b)
 
 

@@ -12,12 +12,13 @@ variance's dependence on ``x`` reaches higher-order gradients too.
 """
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
-from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import _state as _grad_state, no_grad
 
 __all__ = ["normalize_affine"]
 
 
 class NativeNormBackward0(Node):
+    """The closed-form backward; callers record it under PyTorch's name for their layer."""
     __slots__ = ()
 
     def backward(self, grad):
@@ -81,6 +82,99 @@ class NativeNormBackward0(Node):
         return g_x, g_w, g_b
 
 
+class NativeBatchNormBackward0(NativeNormBackward0):
+    """Batch norm's node, from batch statistics (training) or running ones (``running``:
+    the running mean and ``1 / sqrt(running_var + eps)``, constants to the graph)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        running = self.__dict__.get("running")
+        if running is None:
+            return super().backward(grad)
+        x, weight = self.saved_tensors
+        mean, invstd = running
+        view, axes = self.param_view, self.param_axes
+        g_x = g_w = g_b = None
+        if self._edges[0] is not None:
+            g_x = grad * (invstd if weight is None else invstd * weight).reshape(view)
+        if self._edges[1] is not None:
+            xhat = (x - mean.reshape(view)) * invstd.reshape(view)
+            g_w = (grad * xhat).sum(axes).reshape(weight.shape)
+        if self._edges[2] is not None:
+            g_b = grad.sum(axes).reshape(self.bias_shape)
+        return g_x, g_w, g_b
+
+
+def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
+    """Batch norm with running statistics: an affine map per channel (dim 1), one multiply and
+    one add over the input."""
+    view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    with no_grad():
+        invstd = (running_var + eps).rsqrt()
+        scale = invstd if weight is None else invstd * weight
+        shift = -running_mean * scale
+        if bias is not None:
+            shift = shift + bias
+        out = input * scale.reshape(view) + shift.reshape(view)
+    if needs_grad(input, weight, bias):
+        record(NativeBatchNormBackward0, (input, weight, bias), out, save=(input, weight),
+               running=(running_mean.detach().clone(), invstd), param_view=view,
+               param_axes=tuple(i for i in range(input.ndim) if view[i] == 1),
+               bias_shape=None if bias is None else bias.shape)
+    return out
+
+
+class NativeLayerNormBackward0(NativeNormBackward0):
+    __slots__ = ()
+
+
+class NativeGroupNormBackward0(Node):
+    """Group norm with a per-channel affine map. With ``g = grad * weight`` viewed per group
+    ``(N, G, -1)``, the input's gradient is layer norm's closed form over each group; the
+    statistics are recomputed from the saved input with Ember ops, so the formula is itself
+    differentiable."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, weight = self.saved_tensors
+        n, groups, eps = x.shape[0], self.groups, self.eps
+        view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        grouped = x.reshape(n, groups, -1)
+        mean = grouped.mean(-1, keepdim=True)
+        invstd = ((grouped - mean).pow(2).mean(-1, keepdim=True) + eps).rsqrt()
+        xhat = (grouped - mean) * invstd
+        sum_axes = (0,) + tuple(range(2, x.ndim))
+        g_x = g_w = g_b = None
+        if self._edges[0] is not None:
+            g = (grad if weight is None else grad * weight.reshape(view)).reshape(n, groups, -1)
+            g_x = ((g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
+                   * invstd).reshape(x.shape)
+        if self._edges[1] is not None:
+            g_w = (grad * xhat.reshape(x.shape)).sum(sum_axes)
+        if self._edges[2] is not None:
+            g_b = grad.sum(sum_axes)
+        return g_x, g_w, g_b
+
+
+def group_norm(input, groups, weight, bias, eps):
+    """``input`` ``(N, C, *)`` normalised over each group of ``C / groups`` channels (and all
+    positions), then ``weight`` and ``bias`` per channel (either may be None)."""
+    n, channels = input.shape[0], input.shape[1]
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    with no_grad():
+        grouped = input.reshape(n, groups, -1)
+        out, _, _ = normalize_affine(grouped, None, None, (2,), (1, 1, 1), eps)
+        out = out.reshape(input.shape)
+        if weight is not None:
+            out = out * weight.reshape(view)
+        if bias is not None:
+            out = out + bias.reshape(view)
+    if needs_grad(input, weight, bias):
+        record(NativeGroupNormBackward0, (input, weight, bias), out, save=(input, weight),
+               groups=groups, eps=eps)
+    return out
+
+
 def _sum_of_products(xp, a, b, axes):
     """``(a * b).sum(axes, keepdims=True)`` without the product array: for batch norm's axes
     (all but the channels) one ``einsum`` contraction over ``(N, C, L)`` views."""
@@ -91,13 +185,16 @@ def _sum_of_products(xp, a, b, axes):
     return (a * b).sum(axis=axes, keepdims=True)
 
 
-def normalize_affine(input, weight, bias, axes, param_view, eps):
+def normalize_affine(input, weight, bias, axes, param_view, eps, node=NativeNormBackward0):
     """``(out, mean, invstd)``: ``input`` normalised over ``axes``, times ``weight`` plus
     ``bias`` (either may be None) viewed as ``param_view``. ``mean`` and ``invstd`` keep the
-    reduced axes as size 1."""
+    reduced axes as size 1. ``node`` is the backward class recorded (PyTorch names it by
+    layer)."""
     d = input._dtype
-    if d._kind < 2:
-        raise RuntimeError(f"expected scalar type Float but found {dtype_name(d)}")
+    if d._kind < 2:  # PyTorch's error names the layer's kernel
+        kernel = {NativeLayerNormBackward0: "LayerNormKernelImpl",
+                  NativeBatchNormBackward0: "batch_norm"}.get(node, "GroupNormKernelImpl")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(d)}'")
     xp = input._backend.xp
     x = input._data
     work = dt.float32.np if d._rank == 0 else x.dtype
@@ -119,7 +216,7 @@ def normalize_affine(input, weight, bias, axes, param_view, eps):
     invstd_t = _wrap(invstd.astype(d.np, copy=False), d, input)
     if needs_grad(input, weight, bias):
         param_axes = tuple(i for i in range(x.ndim) if param_view[i] == 1)
-        record(NativeNormBackward0, (input, weight, bias), result, save=(input, weight),
+        record(node, (input, weight, bias), result, save=(input, weight),
                axes=axes, param_view=param_view, param_axes=param_axes, eps=eps,
                mean=mean_t, invstd=invstd_t,
                bias_shape=None if bias is None else bias.shape)

@@ -4,12 +4,19 @@ of the padded input) and the variable ones of ``adaptive_max_pool*d`` (gathered 
 The op returns the maxima and the flat index of each maximum in its input plane, as PyTorch's
 ``return_indices``; the backward scatters the gradient to those indices with Ember's
 ``scatter``/``scatter_add``, so it is differentiable again (its own derivative is a gather).
+
+Average pooling (window sums as a convolution with a ones kernel) and adaptive average pooling
+(a separable linear map, one matrix product per spatial dim) are one op each too, under
+PyTorch's node names; their backward is the adjoint written in the convolution and matmul
+ops, so every gradient order is available.
 """
 import itertools
 import math
 
 from ._dispatch import Node, needs_grad, record, _wrap
 from .. import _dtype as dt
+from ..autograd.grad_mode import no_grad
+from .conv import convolution, convolution_input_grad, conv_params
 
 
 class MaxPoolBackward0(Node):
@@ -24,6 +31,27 @@ class MaxPoolBackward0(Node):
         scatter = flat.scatter if self.disjoint else flat.scatter_add
         flat = scatter(2, indices.reshape(n, c, -1), grad.reshape(n, c, -1))
         return flat.reshape((n, c) + self.spatial)
+
+
+# PyTorch's names for the kernels: 1-d pooling runs the 2-d kernel on an unsqueezed input.
+class MaxPool2DWithIndicesBackward0(MaxPoolBackward0):
+    __slots__ = ()
+
+
+class MaxPool3DWithIndicesBackward0(MaxPoolBackward0):
+    __slots__ = ()
+
+
+class AdaptiveMaxPool2DBackward0(MaxPoolBackward0):
+    __slots__ = ()
+
+
+class AdaptiveMaxPool3DBackward0(MaxPoolBackward0):
+    __slots__ = ()
+
+
+_MAX_POOL_NODES = {2: MaxPool2DWithIndicesBackward0, 3: MaxPool3DWithIndicesBackward0}
+_ADAPTIVE_MAX_POOL_NODES = {2: AdaptiveMaxPool2DBackward0, 3: AdaptiveMaxPool3DBackward0}
 
 
 def _lowest(xp, dtype):
@@ -50,7 +78,7 @@ def _argmax_offsets(xp, windows, kernel, track_nan):
     return best, best_at
 
 
-def _window_max(input, windows, kernel, flat_index, disjoint=False):
+def _window_max(input, windows, kernel, flat_index, node, disjoint=False):
     """Maxima of ``windows`` ``(N, C, *out, *kernel)`` and their flat input indices;
     ``flat_index(k)`` maps each output's winning kernel offset (raveled) to that index.
 
@@ -66,7 +94,7 @@ def _window_max(input, windows, kernel, flat_index, disjoint=False):
     values = _wrap(best, input._dtype, input)
     indices = _wrap(indices, dt.int64, input)
     if needs_grad(input):
-        record(MaxPoolBackward0, (input,), values, indices=indices,
+        record(node, (input,), values, indices=indices,
                spatial=tuple(input._data.shape[2:]), disjoint=disjoint)
     return values, indices
 
@@ -99,7 +127,8 @@ def max_pool_nd(input, kernel, stride, pads, dilation, out_shape):
         offsets = offsets + (xp.arange(kernel[i]) * dilation[i] * weights[i]).reshape(shape)
     offsets = offsets.reshape(-1)
     disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
-    return _window_max(input, view, kernel, lambda at: starts + offsets[at], disjoint)
+    return _window_max(input, view, kernel, lambda at: starts + offsets[at],
+                       _MAX_POOL_NODES.get(nd, MaxPoolBackward0), disjoint)
 
 
 def adaptive_max_pool_nd(input, out_shape):
@@ -127,7 +156,100 @@ def adaptive_max_pool_nd(input, out_shape):
     flat = flat.reshape(tuple(out_shape) + (-1,))
     kernel = tuple(t.shape[1] for t in tables)
     return _window_max(input, windows, kernel, lambda at: xp.take_along_axis(
-        flat[None, None], at[..., None].astype(xp.int64), -1)[..., 0])
+        flat[None, None], at[..., None].astype(xp.int64), -1)[..., 0],
+        _ADAPTIVE_MAX_POOL_NODES.get(nd, MaxPoolBackward0))
+
+
+
+# ---- average pooling ---------------------------------------------------------------------------
+
+class AvgPool2DBackward0(Node):
+    """Each output's gradient, over its divisor, spread back over its window: the adjoint of
+    the window sums (a convolution of each plane with a kernel of ones), so differentiable."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        n, c = grad.shape[:2]
+        g = grad / self.divisor
+        planes = g.reshape((n * c, 1) + tuple(grad.shape[2:]))
+        spread = convolution_input_grad(planes, self.ones, self.spatial, self.params)
+        return (spread.reshape((n, c) + self.spatial),)
+
+
+class AvgPool3DBackward0(AvgPool2DBackward0):
+    __slots__ = ()
+
+
+_AVG_POOL_NODES = {2: AvgPool2DBackward0, 3: AvgPool3DBackward0}
+
+
+def avg_pool_nd(input, kernel, stride, pads, out_shape, divisor):
+    """Window means of an ``(N, C, *S)`` tensor: window sums (one convolution of every plane
+    with a kernel of ones) over ``divisor``, a number or a tensor broadcasting against the
+    ``(N, C, *out_shape)`` result."""
+    n, c = input.shape[:2]
+    spatial = tuple(input.shape[2:])
+    ones = _wrap(input._backend.xp.ones((1, 1) + tuple(kernel), dtype=input._dtype.np),
+                 input._dtype, input)
+    params = conv_params(tuple(stride), tuple(pads), (1,) * len(kernel), 1)
+    with no_grad():
+        sums = convolution(input.reshape((n * c, 1) + spatial), ones, None, params)
+        res = sums.reshape((n, c) + tuple(out_shape))
+        # integer windows divide as C++ integers do (toward zero), as in PyTorch
+        res = res / divisor if input._dtype._kind >= 2 else res.div(divisor, rounding_mode="trunc")
+    if needs_grad(input):
+        record(_AVG_POOL_NODES[len(kernel)], (input,), res, ones=ones, params=params,
+               spatial=spatial, divisor=divisor)
+    return res
+
+
+
+# ---- adaptive average pooling ------------------------------------------------------------------
+
+def apply_along_spatial(input, matrices):
+    """``input`` ``(N, C, *S)`` with ``matrices[i]`` ``(O_i, S_i)`` applied along spatial dim i:
+    a separable linear map as one batched matrix product per dim."""
+    lead = input.shape[:2]
+    x = input
+    for i, matrix in enumerate(matrices):
+        shape = tuple(x.shape[2:])
+        before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
+        x = matrix.matmul(x.reshape(lead + (before, size, after)))
+        x = x.reshape(lead + shape[:i] + (matrix.shape[0],) + shape[i + 1:])
+    return x
+
+
+class SeparableMapBackward(Node):
+    """Base of the nodes of ``separable_map``: the adjoint map, the transposed matrices applied
+    in turn."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (apply_along_spatial(grad, [m.mT for m in self.matrices]),)
+
+
+class AdaptiveAvgPool2DBackward0(SeparableMapBackward):
+    __slots__ = ()
+
+
+class AdaptiveAvgPool3DBackward0(SeparableMapBackward):
+    __slots__ = ()
+
+
+def separable_map(input, matrices, node):
+    """``apply_along_spatial`` as one op recorded as ``node`` (a ``SeparableMapBackward``):
+    adaptive average pooling, linear resampling."""
+    with no_grad():
+        res = apply_along_spatial(input, matrices)
+    if needs_grad(input):
+        record(node, (input,), res, matrices=matrices)
+    return res
+
+
+def adaptive_avg_pool_nd(input, matrices):
+    """``input`` averaged over adaptive windows, ``matrices[i]`` averaging spatial dim i."""
+    node = AdaptiveAvgPool2DBackward0 if len(matrices) <= 2 else AdaptiveAvgPool3DBackward0
+    return separable_map(input, matrices, node)
 
 
 __all__ = []

@@ -12,7 +12,9 @@ import types
 import warnings
 
 from .. import _dtype as dt
-from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dims, wrap_dim, dtype_name
+from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dims,
+                        wrap_dim, dtype_name)
+from ..autograd.grad_mode import no_grad
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
@@ -148,7 +150,7 @@ class SumBackward0(SumBackward1):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     axes = _axes(input, dim)
-    out_dt = dtype or _int_sum_dtype(input._dtype)
+    out_dt = dt.check_dtype(dtype, "sum") or _int_sum_dtype(input._dtype)
     res = _result(input, _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim), out_dt)
     if _differentiable(input, out_dt):
         record(SumBackward0 if dim is None else SumBackward1, (input,), res, in_shape=input._data.shape, axes=axes,
@@ -173,7 +175,7 @@ class MeanBackward0(MeanBackward1):
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    out_dt = dtype or input._dtype
+    out_dt = dt.check_dtype(dtype, "mean") or input._dtype
     if out_dt._kind < 2:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {dtype_name(out_dt)}")
@@ -251,7 +253,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     axes = _axes(input, dim)
-    out_dt = dtype or _int_sum_dtype(input._dtype)
+    out_dt = dt.check_dtype(dtype, "prod") or _int_sum_dtype(input._dtype)
     res = _result(input, _compute_data(input, out_dt).prod(axis=axes, keepdims=keepdim), out_dt)
     if _differentiable(input, out_dt):
         record(ProdBackward0 if dim is None else ProdBackward1, (input,), res, save=(input,),
@@ -324,15 +326,29 @@ class MinBackward0(MaxBackward0):
     __slots__ = ()
 
 
+# max/min's overloads: (input), (input, other), (input, dim, keepdim=False).
+_NO_DIM = object()
+_MAX_MIN_OVERLOADS = (" * (Tensor input, *, Tensor out = None)\n"
+                      " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                      " * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = "
+                      "None)\n")
+
+
 def _max_min(input, dim, keepdim, other, is_min):
     name = "min" if is_min else "max"
     if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
-        other, dim = dim, None
-    if other is not None:
+        other, dim = dim, _NO_DIM
+    if other is not None and dim is _NO_DIM:
         from .elementwise import maximum, minimum
         return (minimum if is_min else maximum)(input, other)
-    if dim is None:
+    if dim is _NO_DIM and other is None:
         return _amax(input, None, False, is_min, name)
+    if isinstance(dim, bool) or not hasattr(type(dim), "__index__") \
+            or not isinstance(keepdim, bool) or other is not None:
+        got = ", ".join(["Tensor"] + ([] if dim is _NO_DIM else [type(dim).__name__]))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:\n{_MAX_MIN_OVERLOADS}")
+    dim = operator.index(dim)
     data = input._data
     d = wrap_dim(dim, data.ndim)
     xp = input._backend.xp
@@ -355,11 +371,11 @@ def _max_min(input, dim, keepdim, other, is_min):
     return (_min_result if is_min else _max_result)((values, indices))
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=_NO_DIM, keepdim=False, *, other=None):
     return _max_min(input, dim, keepdim, other, False)
 
 
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim=_NO_DIM, keepdim=False, *, other=None):
     return _max_min(input, dim, keepdim, other, True)
 
 
@@ -475,39 +491,82 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _var_std(input, dim, correction, keepdim, True)
 
 
+class PairBackward(Node):
+    """One node for two reductions of one input returned together (``var_mean``, ``aminmax``):
+    the input's gradient is the sum of what each result's own node gives."""
+    __slots__ = ()
+    num_outputs = 2
+
+    def backward(self, grad_first, grad_second):
+        total = None
+        for part, grad in zip(self.parts, (grad_first, grad_second)):
+            if grad is not None:
+                g = part.backward(grad)
+                g = g[0] if isinstance(g, tuple) else g
+                total = g if total is None else total + g
+        return total
+
+    def release(self):
+        super().release()
+        for part in self.parts:
+            part.release()
+
+
+class VarMeanBackward0(PairBackward):
+    __slots__ = ()
+
+
+class StdMeanBackward0(PairBackward):
+    __slots__ = ()
+
+
+def record_pair(node_cls, input, first, second):
+    """Make ``first`` and ``second`` (two results computed from ``input``, each with its own
+    node) the two outputs of one ``node_cls`` node."""
+    if first.grad_fn is not None and second.grad_fn is not None:
+        record_multi(node_cls, (input,), (first, second), parts=(first.grad_fn, second.grad_fn))
+    return first, second
+
+
+def _spread_mean(input, dim, correction, keepdim, is_std):
+    spread = _var_std(input, dim, correction, keepdim, is_std)
+    centre = mean(input, dim, keepdim)
+    return record_pair(StdMeanBackward0 if is_std else VarMeanBackward0, input, spread, centre)
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _var_args(dim, unbiased, correction)
-    return _var_std(input, dim, correction, keepdim, False), mean(input, dim, keepdim)
+    return _spread_mean(input, dim, correction, keepdim, False)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _var_args(dim, unbiased, correction)
-    return _var_std(input, dim, correction, keepdim, True), mean(input, dim, keepdim)
+    return _spread_mean(input, dim, correction, keepdim, True)
 
 
-class NormBackward1(Node):
+class LinalgVectorNormBackward0(Node):
     """Gradient of the p-norm, sign(x) |x|^(p-1) / norm^(p-1), taken as zero where the norm is
-    zero (as PyTorch, not NaN)."""
+    zero (as PyTorch, not NaN); for p = 1 it is sign(x), for p = +-inf the gradient is shared
+    evenly by the elements whose |x| is the norm."""
     __slots__ = ()
 
     def backward(self, grad):
         x, out = self.saved_tensors
         p = self.p
+        if p == 0:  # a step function: like PyTorch, no gradient flows
+            return None
         out_b = _expand_back(out, x.shape, self.axes, self.keepdim)
         g = _expand_back(grad, x.shape, self.axes, self.keepdim)
+        if p == 1:
+            return g * x.sign()
+        if p in (math.inf, -math.inf):
+            hit = (x.abs() == out_b).to(x.dtype)
+            return g * x.sign() * hit / hit.sum(self.axes, keepdim=True)
         zero = out_b == 0
         safe = out_b.masked_fill(zero, 1.0)
         if p == 2:
             return (g * x / safe).masked_fill(zero, 0.0)
         return (g * x.sign() * x.abs().pow(p - 1) / safe.pow(p - 1)).masked_fill(zero, 0.0)
-
-
-class NormZeroBackward(Node):
-    """The "0-norm" counts non-zeros, a step function: like PyTorch, no gradient flows."""
-    __slots__ = ()
-
-    def backward(self, grad):
-        return None
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
@@ -522,17 +581,21 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2
     axes = _axes(input, dim)
-    if p in (math.inf, -math.inf):
-        _check_norm_nonempty(input, axes, p, dim)
-        a = input.abs()
-        return amax(a, axes, keepdim) if p > 0 else amin(a, axes, keepdim)
-    if p == 0:
-        res = (input != 0).sum(axes, keepdim).to(input._dtype)
+    if p in (math.inf, -math.inf, 0, 1):
+        if p in (math.inf, -math.inf):
+            _check_norm_nonempty(input, axes, p, dim)
+        with no_grad():
+            if p == 0:
+                res = (input != 0).sum(axes, keepdim).to(input._dtype)
+            elif p == 1:
+                res = input.abs().sum(axes, keepdim)
+            else:
+                a = input.abs()
+                res = amax(a, axes, keepdim) if p > 0 else amin(a, axes, keepdim)
         if needs_grad(input):
-            record(NormZeroBackward, (input,), res)
+            record(LinalgVectorNormBackward0, (input,), res, save=(input,), save_out=True,
+                   axes=axes, keepdim=keepdim, p=p)
         return res
-    if p == 1:
-        return input.abs().sum(axes, keepdim)
     xp = input._backend.xp
     data = _compute_data(input)
     if p == 2:
@@ -541,8 +604,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         out = (xp.abs(data) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
     res = _result(input, out, input._dtype)
     if needs_grad(input):
-        record(NormBackward1, (input,), res, save=(input,), save_out=True, axes=axes,
-               keepdim=keepdim, p=p)
+        record(LinalgVectorNormBackward0, (input,), res, save=(input,), save_out=True,
+               axes=axes, keepdim=keepdim, p=p)
     return res
 
 
@@ -633,7 +696,7 @@ class CumsumBackward0(Node):
 
 def _scan(input, dim, dtype, fn, node_cls, save):
     d = wrap_dim(dim, input._data.ndim)
-    out_dt = dtype or _int_sum_dtype(input._dtype)
+    out_dt = dt.check_dtype(dtype, fn.__name__) or _int_sum_dtype(input._dtype)
     data = _compute_data(input, out_dt)
     out = fn(data, axis=d) if data.ndim else data.copy()
     res = _result(input, out, out_dt)

@@ -6,8 +6,9 @@ import operator
 import weakref
 
 from .. import _dtype as dt
+from .. import _memory_format as _mf
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
-                        wrap_dims, device_mismatch)
+                        wrap_dim_no_scalar, wrap_dims, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import _type_name
 
@@ -55,6 +56,15 @@ def _shape_arg(args):
     return tuple(operator.index(s) for s in args)
 
 
+def _varargs_or_keyword(args, value, fn_name, keyword):
+    """``f(*sizes)`` / ``f(sizes)`` or torch's keyword form ``f(keyword=sizes)``."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{fn_name}() got multiple values for argument '{keyword}'")
+    return (value,)
+
+
 def _infer_size(shape, numel):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -93,10 +103,13 @@ class UnsafeViewBackward0(ViewBackward0):
     __slots__ = ()
 
 
-def view(input, *shape):
-    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
-        return _view_dtype(input, shape[0])
-    shape = _infer_size(_shape_arg(shape), input._data.size)
+def view(input, *shape, size=None, dtype=None):
+    if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dt.dtype)):
+        if size is not None or len(shape) > (dtype is None):
+            raise TypeError("view() takes either a shape or one dtype")
+        return _view_dtype(input, dt.check_dtype(dtype, "view") or shape[0])
+    shape = _infer_size(_shape_arg(_varargs_or_keyword(shape, size, "view", "size")),
+                        input._data.size)
     try:
         data = input._data.reshape(shape, copy=False)
     except ValueError:
@@ -110,23 +123,58 @@ def view(input, *shape):
 
 
 def _view_dtype(input, dtype):
+    """The same bytes read as ``dtype``. With a different element size the last dim must be
+    contiguous and is rescaled; PyTorch's checks come first so its errors, not NumPy's, show."""
     if dtype.itemsize != input._dtype.itemsize:
-        raise RuntimeError("view(dtype) with a different element size is not supported")
+        _check_view_dtype(input, dtype)
     out = make_view(input, input._data.view(dtype.np), lambda t: t.view(dtype))
     out._dtype = dtype
     return out
 
 
-def reshape(input, *shape):
-    shape = _infer_size(_shape_arg(shape), input._data.size)
+def _check_view_dtype(input, dtype):
+    from ._dispatch import dtype_name
+    how = (f"to view {dtype_name(input._dtype)} as {dtype_name(dtype)} (different element "
+           "sizes)")
+    if input._data.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {how}")
+    strides = input.stride()
+    if dtype.itemsize > input._dtype.itemsize:
+        ratio = dtype.itemsize // input._dtype.itemsize
+        for what, value in (("self.size(-1)", input._data.shape[-1]),
+                            ("self.storage_offset()", input.storage_offset())):
+            if value % ratio:
+                raise RuntimeError(f"{what} must be divisible by {ratio} {how}, but got {value}")
+    if strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {how}, but got {strides[-1]}")
+    if dtype.itemsize > input._dtype.itemsize:
+        for i, stride in enumerate(strides[:-1]):
+            if stride % ratio:
+                raise RuntimeError(f"self.stride({i}) must be divisible by {ratio} {how}, but "
+                                   f"got {stride}")
+
+
+class ReshapeAliasBackward0(ViewBackward0):
+    """``reshape`` of a non-contiguous input that is still a view."""
+    __slots__ = ()
+
+
+def reshape(input, *shape_args, shape=None):
+    shape = _infer_size(_shape_arg(_varargs_or_keyword(shape_args, shape, "reshape", "shape")),
+                        input._data.size)
     try:
         data = input._data.reshape(shape, copy=False)
-        out = make_view(input, data, lambda t: t.reshape(shape))
-        node = ViewBackward0
     except ValueError:
-        out = _wrap(input._data.reshape(shape), input._dtype, input)
-        node = UnsafeViewBackward0
+        # Not a view: as PyTorch, a contiguous clone, reshaped without another copy.
+        if not _needs(input):
+            return _wrap(input._data.reshape(shape), input._dtype, input)
+        copy = clone(input, memory_format=_mf.contiguous_format)
+        out = _wrap(copy._data.reshape(shape), input._dtype, input)
+        record(UnsafeViewBackward0, (copy,), out, in_shape=copy._data.shape)
+        return out
+    out = make_view(input, data, lambda t: t.reshape(shape))
     if _needs(input):
+        node = ViewBackward0 if input.is_contiguous() else ReshapeAliasBackward0
         record(node, (input,), out, in_shape=input._data.shape)
     return out
 
@@ -141,9 +189,9 @@ def reshape_as(input, other):
 
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
+    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
     if nd == 0:
         return reshape(input, (1,))
-    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -158,6 +206,8 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
+    if nd == 0:
+        raise RuntimeError(f"unflatten: Dimension specified as {dim} but tensor has no dimensions")
     shape = input._data.shape
     sizes = tuple(sizes)
     known = 1
@@ -174,17 +224,33 @@ class SqueezeBackward0(ViewBackward0):
     __slots__ = ()
 
 
+# PyTorch numbers squeeze's nodes by overload: all size-1 dims, one dim, a tuple of dims; 4 is
+# the in-place one-dim form that matmul applies to its own fresh result.
+class SqueezeBackward1(SqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward2(SqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward4(SqueezeBackward0):
+    __slots__ = ()
+
+
 def squeeze(input, dim=None):
     shape = input._data.shape
     if dim is None:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
+        node = SqueezeBackward0
     else:
         dims = wrap_dims(dim, len(shape))
         axes = tuple(d for d in dims if d < len(shape) and shape[d] == 1)
+        node = SqueezeBackward2 if isinstance(dim, (tuple, list)) else SqueezeBackward1
     new = tuple(s for i, s in enumerate(shape) if i not in axes)
     out = make_view(input, input._data.reshape(new), lambda t: t.squeeze(dim))
     if _needs(input):
-        record(SqueezeBackward0, (input,), out, in_shape=shape)
+        record(node, (input,), out, in_shape=shape)
     return out
 
 
@@ -213,8 +279,8 @@ class PermuteBackward0(Node):
         return grad.permute(inverse)
 
 
-def permute(input, *dims):
-    dims = _shape_arg(dims)
+def permute(input, *dims_args, dims=None):
+    dims = _shape_arg(_varargs_or_keyword(dims_args, dims, "permute", "dims"))
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
@@ -239,6 +305,9 @@ class TransposeBackward0(Node):
 class TBackward0(TransposeBackward0):
     __slots__ = ()
 
+    def backward(self, grad):
+        return grad.t()
+
 
 def transpose(input, dim0, dim1, *, _node=TransposeBackward0):
     nd = input._data.ndim
@@ -249,15 +318,25 @@ def transpose(input, dim0, dim1, *, _node=TransposeBackward0):
     return out
 
 
-swapaxes = swapdims = transpose
+def swapaxes(input, axis0, axis1):
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):
+    return transpose(input, dim0, dim1)
 
 
 def t(input):
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    if nd == 2:
+        return transpose(input, 0, 1, _node=TBackward0)
     # Like PyTorch, a 0-d or 1-d input gives a new view, not the input itself.
-    return transpose(input, 0, 1, _node=TBackward0) if nd == 2 else permute(input, tuple(range(nd)))
+    out = make_view(input, input._data.view(), lambda v: v.t())
+    if _needs(input):
+        record(TBackward0, (input,), out)
+    return out
 
 
 def adjoint(input):
@@ -277,6 +356,8 @@ def movedim(input, source, destination):
                            f"({list(destination)} dims)")
     src = wrap_dims(source, nd)
     dst = wrap_dims(destination, nd)
+    if nd == 0:  # a 0-d tensor's dims 0 and -1 are the same (no) dimension
+        return permute(input, ())
     order = [d for d in range(nd) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -293,8 +374,8 @@ class ExpandBackward0(Node):
         return grad.sum_to_size(self.in_shape)
 
 
-def expand(input, *sizes):
-    sizes = _shape_arg(sizes)
+def expand(input, *sizes, size=None):
+    sizes = _shape_arg(_varargs_or_keyword(sizes, size, "expand", "size"))
     shape = input._data.shape
     nd = len(shape)
     if len(sizes) < nd:
@@ -410,15 +491,20 @@ class ScatterIntoViewBackward(Node):
         return self.replay(grad)
 
 
-def scatter_into_view(grad, base_shape, replay):
-    """``zeros(base_shape)`` with the region ``replay`` selects set to ``grad`` (differentiable)."""
+class DiagEmbedBackward0(ScatterIntoViewBackward):
+    __slots__ = ()
+
+
+def scatter_into_view(grad, base_shape, replay, node=ScatterIntoViewBackward):
+    """``zeros(base_shape)`` with the region ``replay`` selects set to ``grad`` (differentiable);
+    ``node`` names the op it serves."""
     xp = grad._backend.xp
     z = _wrap(xp.zeros(base_shape, dtype=grad._data.dtype), grad._dtype, grad)
     with _NoGrad():
         region = replay(z)
     region._data[...] = grad._data
     if _needs(grad):
-        record(ScatterIntoViewBackward, (grad,), z, replay=replay)
+        record(node, (grad,), z, replay=replay)
     return z
 
 
@@ -548,6 +634,8 @@ class UnbindBackward0(Node):
 
 def split(input, split_size_or_sections, dim=0):
     nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, nd)
     size = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -572,7 +660,9 @@ def split(input, split_size_or_sections, dim=0):
                               lambda x, s=start, n=length: x.narrow(d, s, n)))
         start += length
     if _needs(input):
-        record_multi(SplitBackward0, (input,), outs, dim=d, sizes=sections)
+        node = (SplitBackward0 if isinstance(split_size_or_sections, int)
+                else SplitWithSizesBackward0)
+        record_multi(node, (input,), outs, dim=d, sizes=sections)
     return tuple(outs)
 
 
@@ -591,7 +681,14 @@ class SplitBackward0(Node):
         return cat(full, self.dim)
 
 
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
 def tensor_split(input, indices_or_sections, dim=0):
+    if input._data.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
     if isinstance(indices_or_sections, Tensor) and indices_or_sections.ndim == 0:
@@ -611,6 +708,8 @@ def tensor_split(input, indices_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
     if size == 0:
@@ -649,17 +748,31 @@ class CloneBackward0(Node):
 
 
 def clone(input, *, memory_format=None):
-    # order="K" keeps a dense input's stride order, as PyTorch's preserve_format does.
-    out = _wrap(input._data.copy(order="K"), input._dtype, input)
+    if memory_format is None or memory_format is _mf.preserve_format:
+        # order="K" keeps a dense input's stride order, as PyTorch's preserve_format does.
+        data = input._data.copy(order="K")
+    else:
+        _mf.check(memory_format, input._data.ndim)
+        data = _mf.arrange(input._backend.xp, input._data, memory_format)
+    out = _wrap(data, input._dtype, input)
     if _needs(input):
         record(CloneBackward0, (input,), out)
     return out
 
 
 def contiguous(input, memory_format=None):
-    if input.is_contiguous():
-        return input
-    out = _wrap(input._backend.xp.ascontiguousarray(input._data), input._dtype, input)
+    if memory_format is None or memory_format is _mf.contiguous_format:
+        if input.is_contiguous():
+            return input
+        data = input._backend.xp.ascontiguousarray(input._data)
+    else:
+        if input.is_contiguous(memory_format=memory_format):
+            return input
+        if memory_format is _mf.preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        _mf.check(memory_format, input._data.ndim)
+        data = _mf.arrange(input._backend.xp, input._data, memory_format)
+    out = _wrap(data, input._dtype, input)
     if _needs(input):
         record(CloneBackward0, (input,), out)
     return out
@@ -686,9 +799,9 @@ def cat(tensors, dim=0, *, out=None):
     >>> ember.cat([ember.zeros(1, 2), ember.ones(2, 2)]).shape
     ember.Size([3, 2])
     """
-    tensors = list(tensors)
+    tensors = _tensor_list(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("ember.cat(): expected a non-empty list of Tensors")
     # Legacy: 1-D empty tensors are skipped, as in PyTorch.
     live = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     ref = live[0]
@@ -732,7 +845,7 @@ def stack(tensors, dim=0, *, out=None):
     tensor([[1, 3],
             [2, 4]])
     """
-    tensors = list(tensors)
+    tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
@@ -764,20 +877,37 @@ class StackBackward0(Node):
         return grad.unbind(self.dim)
 
 
+def _tensor_list(tensors, name, nonempty=False):
+    """``tensors`` as a list, with PyTorch's errors for a lone tensor, a non-tensor element and
+    (when ``nonempty``) an empty list."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        "not Tensor")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    if nonempty and not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
 def hstack(tensors):
-    tensors = [atleast_1d(t) for t in tensors]
+    tensors = [atleast_1d(t) for t in _tensor_list(tensors, "hstack", nonempty=True)]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
-    return cat([atleast_2d(t) for t in tensors], 0)
+    return cat([atleast_2d(t) for t in _tensor_list(tensors, "vstack", nonempty=True)], 0)
 
 
 def dstack(tensors):
-    return cat([atleast_3d(t) for t in tensors], 2)
+    return cat([atleast_3d(t) for t in _tensor_list(tensors, "dstack", nonempty=True)], 2)
 
 
 def column_stack(tensors):
+    tensors = _tensor_list(tensors, "column_stack", nonempty=True)
     return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 
@@ -861,9 +991,13 @@ def roll(input, shifts, dims=None):
     else:
         if isinstance(shifts, int):
             shifts = (shifts,)
-        dims_t = wrap_dims(dims, input._data.ndim)
+        dims_t = (dims,) if isinstance(dims, int) else tuple(dims)
         if len(shifts) != len(dims_t):
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims_t)}")
+        if input._data.ndim == 0:
+            for d in dims_t:
+                wrap_dim_no_scalar(d, 0)
+        dims_t = wrap_dims(dims_t, input._data.ndim)
         data = xp.roll(input._data, tuple(shifts), dims_t)
         shifts = tuple(shifts)
     out = _wrap(data, input._dtype, input)
@@ -888,8 +1022,8 @@ class RepeatBackward0(Node):
         return g.reshape(in_shape)
 
 
-def repeat(input, *repeats):
-    repeats = _shape_arg(repeats)
+def repeat(input, *repeats_args, repeats=None):
+    repeats = _shape_arg(_varargs_or_keyword(repeats_args, repeats, "repeat", "repeats"))
     nd = input._data.ndim
     if len(repeats) < nd:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
@@ -902,8 +1036,8 @@ def repeat(input, *repeats):
     return out
 
 
-def tile(input, dims):
-    dims = tuple(dims)
+def tile(input, *dims_args, dims=None):
+    dims = _shape_arg(_varargs_or_keyword(dims_args, dims, "tile", "dims"))
     nd = input._data.ndim
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + dims
@@ -937,6 +1071,10 @@ class TrilBackward0(Node):
         return grad.tril(self.k) if self.lower else grad.triu(self.k)
 
 
+class TriuBackward0(TrilBackward0):
+    __slots__ = ()
+
+
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
@@ -951,7 +1089,7 @@ def triu(input, diagonal=0):
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     out = _wrap(input._backend.xp.triu(input._data, diagonal), input._dtype, input)
     if _needs(input):
-        record(TrilBackward0, (input,), out, k=diagonal, lower=False)
+        record(TriuBackward0, (input,), out, k=diagonal, lower=False)
     return out
 
 
@@ -965,7 +1103,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     for d in sorted((d1, d2)):
         shape.insert(d, n)
     # The output is zeros whose (offset, d1, d2) diagonal is the input.
-    return scatter_into_view(input, tuple(shape), lambda x: x.diagonal(offset, d1, d2))
+    return scatter_into_view(input, tuple(shape), lambda x: x.diagonal(offset, d1, d2),
+                             DiagEmbedBackward0)
 
 
 def diag(input, diagonal=0):

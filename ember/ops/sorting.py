@@ -16,7 +16,7 @@ import numbers
 
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
-                        device_mismatch, as_tensor_on)
+                        device_mismatch, as_tensor_on, wrap_dim_no_scalar)
 from .reduce import return_types, _return_type, MaxBackward0
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
@@ -129,8 +129,6 @@ def _select(input, dim, keepdim, name, pick, node_cls, result_cls):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     k = _check_int(k, "k", 2, "kthvalue")
-    if input._dtype is dt.bool:
-        raise _not_implemented("kthvalue_cpu", input._dtype)
     data = input._data
     d = wrap_dim(dim, data.ndim)
     size = data.shape[d] if data.ndim else 1
@@ -138,6 +136,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input._dtype is dt.bool and data.ndim:  # PyTorch checks the shape first
+        raise _not_implemented("kthvalue_cpu", input._dtype)
 
     def pick(xp, arr, axis):
         order = xp.argpartition(arr, k - 1, axis=axis)
@@ -180,7 +180,13 @@ def _median_all(input, ignore_nan):
 
 def _median(input, dim, keepdim, ignore_nan):
     name = "nanmedian" if ignore_nan else "median"
-    if input._dtype is dt.bool:  # PyTorch's kernels are named after median for both
+    # PyTorch's kernels are named after median for both; the median of no elements is NaN,
+    # cast to the dtype without a kernel
+    if input._dtype is dt.bool and (dim is not None or input._data.size):
+        if dim is not None and input._data.ndim:
+            d = wrap_dim(dim, input._data.ndim)
+            if input._data.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         raise _not_implemented("median_cpu" if dim is None else "median_out", input._dtype)
     if dim is None:
         return _median_all(input, ignore_nan)
@@ -419,12 +425,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
                                             return_counts=True, equal_nan=False)
         return _unique_result(input, values, inverse.reshape(data.shape), counts,
                               return_inverse, return_counts, Unique2Backward0)
-    d = wrap_dim(dim, data.ndim)
+    d = wrap_dim_no_scalar(dim, data.ndim)
     _check_dim_for_unique(data, d)
-    if data.ndim == 0:
-        return _unique_result(input, data.reshape(1), xp.zeros((), "int64"),
-                              xp.ones(1, "int64"), return_inverse, return_counts,
-                              UniqueDimBackward0)
     if data.shape[d] == 0:
         return _unique_result(input, data.copy(), xp.zeros(0, "int64"), xp.zeros(0, "int64"),
                               return_inverse, return_counts, UniqueDimBackward0)
@@ -442,15 +444,11 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         axis = 0
         inverse_shape = data.shape
     else:
-        axis = wrap_dim(dim, data.ndim)
+        axis = wrap_dim_no_scalar(dim, data.ndim)
         _check_dim_for_unique(data, axis)
-        if data.ndim == 0:
-            rows = data.reshape(1, 1)
-            axis = None
-        else:
-            others = math.prod(data.shape) // data.shape[axis] if data.shape[axis] else 0
-            rows = xp.moveaxis(data, axis, 0).reshape(data.shape[axis], others)
-        inverse_shape = (rows.shape[0],) if data.ndim else ()
+        others = math.prod(data.shape) // data.shape[axis] if data.shape[axis] else 0
+        rows = xp.moveaxis(data, axis, 0).reshape(data.shape[axis], others)
+        inverse_shape = (rows.shape[0],)
     n = rows.shape[0]
     starts = xp.ones(n, dtype=bool)
     if n > 1:
@@ -459,7 +457,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     first = xp.flatnonzero(starts)
     inverse = (xp.cumsum(starts) - 1).reshape(inverse_shape)
     counts = xp.diff(xp.append(first, n))
-    if dim is None or axis is None:
+    if dim is None:
         values = data.reshape(-1)[first]
     else:
         values = xp.take(data, first, axis=axis)
@@ -514,6 +512,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         if order.size and (int(order.min()) < 0 or int(order.max()) >= seq_shape[-1]):
             raise RuntimeError("ember.searchsorted(): sorter index out of range")
         boundaries = xp.take_along_axis(boundaries, order, axis=-1)
+    if seq._dtype is dt.bool and values._dtype is dt.bool:
+        raise _not_implemented("searchsorted_out_cpu", dt.bool)
     side_name = "right" if use_right else "left"
     if boundaries.ndim == 1:
         idx = xp.searchsorted(boundaries, values._data, side=side_name)
@@ -671,8 +671,16 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
                                f"{input._dtype.name.replace('float32', 'float')} and bins for "
                                "dimension 0 with dtype "
                                f"{bins._dtype.name.replace('float64', 'double')}")
-        edges = bins._data.reshape(-1)
+        if bins._data.ndim != 1:
+            raise RuntimeError("ember.histogramdd: bins tensor should have one dimension, but got "
+                               f"{bins._data.ndim} dimensions in the bins tensor for dimension 0")
+        edges = bins._data
         count = edges.shape[0] - 1
+        if count < 0:
+            raise RuntimeError("ember.histogramdd: bins tensor should have at least 1 element, but "
+                               "got 0 elements in the bins tensor for dimension 0")
+        if count == 0:
+            raise RuntimeError("ember.histogram(): bins must be > 0, but got 0 for dimension 0")
         lo, hi = float(edges[0]), float(edges[-1])
         keep = (x >= edges[0]) & (x <= edges[-1])
         inside = x[keep]

@@ -632,16 +632,36 @@ class SpecialXlog1PyBackward0(Node):
     def backward(self, grad):
         x, y = self.saved_tensors
         gx = gy = None
-        if self._edges[0] is not None:
+        wants_x, wants_y = self.wants
+        if wants_x:
             gx = xlog1py(grad, y).masked_fill((x == 0) & (y <= -1), 0.0)
-        if self._edges[1] is not None:
+        if wants_y:
             gy = grad * x / (y + 1)
-        return gx, gy
+        return tuple(g for g, wanted in ((gx, 0 in self.operands), (gy, 1 in self.operands))
+                     if wanted)
+
+    operands = (0, 1)  # which of (x, y) have an edge, in order
+
+    @property
+    def wants(self):
+        edges = dict(zip(self.operands, self._edges))
+        return (edges.get(0) is not None, edges.get(1) is not None)
+
+
+class SpecialXlog1PyBackward1(SpecialXlog1PyBackward0):  # a number x: the edge is to y
+    __slots__ = ()
+    operands = (1,)
+
+
+class SpecialXlog1PyBackward2(SpecialXlog1PyBackward0):  # a number y: the edge is to x
+    __slots__ = ()
+    operands = (0,)
 
 
 def xlog1py(input, other, *, out=None):
     """x * log1p(y), 0 where x is 0 (unless y is NaN)."""
-    if not isinstance(input, Tensor):
+    input_is_tensor = isinstance(input, Tensor)
+    if not input_is_tensor:
         # A Python number takes the tensor's dtype, as PyTorch's wrapped scalars do.
         b, a, rt = binary_operands(other, input)
         input = as_tensor_on(input, other, rt)
@@ -657,7 +677,12 @@ def xlog1py(input, other, *, out=None):
     other_t = other if isinstance(other, Tensor) else None
     if needs_grad(input, other_t):
         y = other_t if other_t is not None else as_tensor_on(other, input, rt)
-        record(SpecialXlog1PyBackward0, (input, other_t), res, save=(input, y))
+        if other_t is None:
+            record(SpecialXlog1PyBackward2, (input,), res, save=(input, y))
+        elif not input_is_tensor:
+            record(SpecialXlog1PyBackward1, (other_t,), res, save=(input, y))
+        else:
+            record(SpecialXlog1PyBackward0, (input, other_t), res, save=(input, y))
     return _maybe_out(res, out)
 
 

@@ -17,7 +17,7 @@ the gradient is trimmed or padded back to the input's size.
 import operator
 
 from .. import _dtype as dt
-from ._dispatch import Node, needs_grad, record, _wrap, wrap_dim, dtype_name
+from ._dispatch import Node, needs_grad, record, _wrap, wrap_dim, wrap_dim_no_scalar, dtype_name
 from .shape import roll
 
 __all__ = []  # the ember.fft namespace (ember/fft.py) exports these
@@ -389,9 +389,9 @@ def _shift(input, dim, sign):
     if dim is None:
         dims = list(range(ndim))
     else:
-        dims = [wrap_dim(d, ndim) for d in ([dim] if isinstance(dim, int) else dim)]
-    if not dims:
-        return input.clone()
+        dims = [wrap_dim_no_scalar(d, ndim) for d in ([dim] if isinstance(dim, int) else dim)]
+    if not dims:  # PyTorch rolls by no shifts, which it refuses
+        raise RuntimeError("`shifts` required")
     shape = input._data.shape
     # fftshift rolls by n // 2; ifftshift undoes it with (n + 1) // 2
     shifts = [(shape[d] + (sign < 0)) // 2 for d in dims]

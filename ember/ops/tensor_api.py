@@ -21,6 +21,7 @@ from ..backends import get_backend
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_dims,
                         dtype_name, device_mismatch)
 from .inplace import check_inplace, inplace
+from ..autograd.grad_mode import no_grad
 from .._tensor import _contiguous_strides
 from ..autograd.grad_mode import _state as _grad_state
 
@@ -68,6 +69,38 @@ def _scaled(product, value):
     return product if (type(value) is int and value == 1) else product * value
 
 
+class AddcmulBackward0(Node):
+    """``input + value * tensor1 * tensor2`` (edges: input, tensor1, tensor2)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        t1, t2 = self.saved_tensors
+        scaled = _scaled(grad, self.value)
+        return (grad if self._edges[0] is not None else None,
+                scaled * t2 if self._edges[1] is not None else None,
+                scaled * t1 if self._edges[2] is not None else None)
+
+
+class AddcdivBackward0(Node):
+    """``input + value * tensor1 / tensor2`` (edges: input, tensor1, tensor2)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        t1, t2 = self.saved_tensors
+        scaled = _scaled(grad, self.value)
+        return (grad if self._edges[0] is not None else None,
+                scaled / t2 if self._edges[1] is not None else None,
+                -scaled * t1 / (t2 * t2) if self._edges[2] is not None else None)
+
+
+def _pointwise_product(node, input, tensor1, tensor2, value, product):
+    with no_grad():
+        res = input + _scaled(product(tensor1, tensor2), value)
+    if needs_grad(input, tensor1, tensor2):
+        record(node, (input, tensor1, tensor2), res, save=(tensor1, tensor2), value=value)
+    return res
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     _same_device(input, tensor1, tensor2)
     rt = dt.promote_types(dt.promote_types(input._dtype, tensor1._dtype), tensor2._dtype)
@@ -75,7 +108,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     if rt._kind == 1 and isinstance(value, float):
         value = int(value)
-    res = input + _scaled(tensor1 * tensor2, value)
+    res = _pointwise_product(AddcmulBackward0, input, tensor1, tensor2, value, lambda a, b: a * b)
     return _finish_out(res, out)
 
 
@@ -90,7 +123,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
             "tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes."
             .replace("torch.", "ember."))
-    res = input + _scaled(tensor1 / tensor2, value)
+    res = _pointwise_product(AddcdivBackward0, input, tensor1, tensor2, value, lambda a, b: a / b)
     return _finish_out(res, out)
 
 
@@ -111,11 +144,15 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
         prod = ops.logical_and(vec1.unsqueeze(1), vec2.unsqueeze(0))
         res = ops.logical_or(prod if alpha else ops.zeros_like(prod),
                              input if beta else ops.zeros_like(input))
-    elif beta == 0:
-        # beta == 0 ignores input entirely (NaN and infinity included), as in PyTorch.
-        res = _scaled(ops.outer(vec1, vec2), alpha) + fill(input, 0)
     else:
-        res = _scaled(input, beta) + _scaled(ops.outer(vec1, vec2), alpha)
+        # the outer product is taken in the result dtype (a uint8 one against a float input
+        # does not wrap around)
+        product = ops.outer(vec1.to(rt), vec2.to(rt))
+        if beta == 0:
+            # beta == 0 ignores input entirely (NaN and infinity included), as in PyTorch.
+            res = _scaled(product, alpha) + fill(input, 0)
+        else:
+            res = _scaled(input, beta) + _scaled(product, alpha)
     return _finish_out(res, out)
 
 
@@ -134,7 +171,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, formula
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={window_length}")
-    d = dtype or dt.get_default_dtype()
+    d = dt.check_dtype(dtype, name) or dt.get_default_dtype()
     if d._kind != 2:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {d}")
     ops = _ops()
@@ -232,7 +269,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     dev = ops.creation.resolve_device(device)
     xp = get_backend(dev).xp
     needed = 0 if 0 in size else 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
-    storage = xp.empty((builtins.max(needed, 1),), dtype=d.np)
+    storage = ops.creation._fill_if_deterministic(
+        xp.empty((builtins.max(needed, 1),), dtype=d.np), d, "empty")
     data = xp.lib.stride_tricks.as_strided(storage, shape=size,
                                            strides=tuple(s * d.itemsize for s in stride))
     return ops.creation._finish(data, d, dev, requires_grad)
@@ -257,7 +295,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     ops = _ops()
     dev = ops.creation.resolve_device(device)
     xp = get_backend(dev).xp
-    physical = xp.empty(tuple(size[p] for p in order), dtype=d.np)
+    physical = ops.creation._fill_if_deterministic(
+        xp.empty(tuple(size[p] for p in order), dtype=d.np), d, "empty")
     inverse = [0] * len(order)
     for i, p in enumerate(order):
         inverse[p] = i
@@ -311,25 +350,11 @@ def detach(input):
 # Predicates and metadata
 # ---------------------------------------------------------------------------------------------
 
-class _Layout:
-    """A tensor layout; Ember has only ``strided`` (PyTorch's ``torch.strided``)."""
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"ember.{self._name}"
-
-    def __reduce__(self):
-        return self._name
-
-
-strided = _Layout("strided")
+from .._layout import strided  # noqa: E402  (the layouts live in ember/_layout.py)
 
 
 def _layout(self):
-    return strided
+    return self._layout  # strided, or a sparse tensor's layout (ember/sparse/tensor.py)
 
 
 def get_device(input):
@@ -455,6 +480,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input._data.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input._data.ndim} dimensions")
+    if input._dtype is dt.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     observations = input if input._data.ndim == 2 else input.reshape(1, -1)
     n_obs = observations._data.shape[1]
     weights = None
@@ -563,12 +590,26 @@ def renorm(input, p, dim, maxnorm):
 
 
 def trace(input):
+    if input._dtype is dt.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{input._data.ndim}")
-    if input._dtype is dt.bool:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    return _ops().diagonal(input).sum()
+    with no_grad():
+        res = _ops().diagonal(input).sum()
+    if needs_grad(input):
+        record(TraceBackward0, (input,), res, shape=tuple(input.shape))
+    return res
+
+
+class TraceBackward0(Node):
+    """The gradient is ``grad`` on the diagonal, 0 elsewhere."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        rows, cols = self.shape
+        eye = _ops().eye(rows, cols, dtype=grad.dtype, device=grad.device)
+        return (eye * grad,)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,34 +622,43 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 # PyTorch's unsafe_* variants return pieces that share the input's memory but are not tracked
 # as views: each may be modified in place (a split's views may not), at the caller's risk.
-def _untracked(pieces, input, sizes, dim):
-    from .shape import SplitBackward0
+def _untracked(pieces, input, sizes, dim, node):
     from ._dispatch import record_multi
     outs = tuple(_wrap(p._data, p._dtype, p) for p in pieces)
     vc = input._ensure_vc()
     for out in outs:
         out._vc = vc
     if needs_grad(input):
-        record_multi(SplitBackward0, (input,), outs, dim=wrap_dim(dim, input._data.ndim),
-                     sizes=sizes)
+        record_multi(node, (input,), outs, dim=wrap_dim(dim, input._data.ndim), sizes=sizes)
     return outs
+
+
+def _split_node(name):
+    """PyTorch's nodes for the unsafe splits: split's backward under their own names."""
+    from .shape import SplitBackward0
+    return type(name, (SplitBackward0,), {"__slots__": ()})
+
+
+UnsafeSplitBackward0 = _split_node("UnsafeSplitBackward0")
+UnsafeSplitWithSizesBackward0 = _split_node("UnsafeSplitWithSizesBackward0")
 
 
 def unsafe_split(input, split_size, dim=0):
     pieces = _ops().split(input.detach(), split_size, dim)
     return _untracked(pieces, input, [p._data.shape[wrap_dim(dim, input._data.ndim)]
-                                      for p in pieces], dim)
+                                      for p in pieces], dim, UnsafeSplitBackward0)
 
 
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
     sizes = [operator.index(s) for s in split_sizes]
-    return _untracked(_ops().split(input.detach(), sizes, dim), input, sizes, dim)
+    return _untracked(_ops().split(input.detach(), sizes, dim), input, sizes, dim,
+                      UnsafeSplitWithSizesBackward0)
 
 
 def unsafe_chunk(input, chunks, dim=0):
     pieces = _ops().chunk(input.detach(), chunks, dim)
     return _untracked(pieces, input, [p._data.shape[wrap_dim(dim, input._data.ndim)]
-                                      for p in pieces], dim)
+                                      for p in pieces], dim, UnsafeSplitBackward0)
 
 
 def dsplit(input, indices_or_sections):
@@ -669,8 +719,17 @@ def _torch_dtype_name(d):
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     nd = input._data.ndim
+    if input._dtype is dt.uint8:
+        raise RuntimeError("ember.gradient does not support uint8 input.")
     if edge_order not in (1, 2):
         raise RuntimeError("ember.gradient only supports edge_order=1 and edge_order=2.")
+    coordinates = isinstance(spacing, (tuple, list)) and builtins.any(
+        isinstance(s, Tensor) for s in spacing)
+    if input._dtype is dt.bool and not (coordinates and edge_order == 2):
+        # PyTorch's differences subtract bools (its second-order formula for coordinates
+        # multiplies them instead)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if dim is None:
         dims = tuple(range(nd))
     elif isinstance(dim, numbers.Integral):
@@ -953,6 +1012,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     if input._dtype is not source._dtype:
         raise RuntimeError(f"index_reduce_(): self ({dtype_name(input._dtype)}) and source "
                            f"({dtype_name(source._dtype)}) must have the same scalar type")
+    if input._dtype is dt.bool and (reduce == "mean" or not include_self):
+        kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     source_shape = source._data.shape
@@ -963,6 +1025,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
                            f"source.shape = {list(source_shape)}")
     n_index = index._data.size
     source_len = source_shape[d] if source_shape else 1
+    if n_index != source_len and not source_shape:
+        # PyTorch asks a 0-d source for its size along dim
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     if n_index != source_len:
         raise RuntimeError(f"index_reduce_(): Number of indices ({n_index}) should be equal to "
                            f"source.size(dim): ({source_len}), for dim: {dim}")
@@ -1400,6 +1465,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     multiplied by ``window`` and transformed (built of unfold and the FFT, so differentiable)."""
     ops = _ops()
     from .. import fft as _fft
+    if center and input._dtype is dt.bool and pad_mode in ("reflect", "replicate"):
+        # PyTorch pads the signal before any other check, and has no bool kernel for that
+        kernel = "reflection_pad1d" if pad_mode == "reflect" else "replication_pad1d"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if return_complex is None and input._dtype._kind != 3 and (
             window is None or window._dtype._kind != 3):
         raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -1422,6 +1491,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         from ..nn import functional as F
         half = n_fft // 2
         signal = F.pad(signal.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+    if input._dtype._kind < 2:  # checked on the padded signal, which PyTorch's message names
+        padded = _stft_prefix("stft", signal if nd == 2 else signal.squeeze(0), n_fft,
+                              hop_length, win_length, window)
+        raise RuntimeError(f"{padded}expected a tensor of floating point or complex values")
     length = signal._data.shape[-1]
     if not 0 < n_fft <= length:
         raise RuntimeError(f"{prefix}expected 0 < n_fft < {length}, but got n_fft={n_fft}")

@@ -108,22 +108,25 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def prelu(input, weight):
-    if weight.numel() != 1:
-        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim else 1
-        if weight.numel() != channels:
+    if input.ndim > 0:
+        # PyTorch's channel dimension is 1; a vector input has a single channel.
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.numel() != 1 and weight.numel() != channels:
             raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
                                f"parameter numbers = {weight.numel()} and channel size = "
                                f"{channels}.")
-        if input.ndim >= 2:
-            weight = weight.reshape((-1,) + (1,) * (input.ndim - 2))
-    return ember.where(input > 0, input, input * weight)
+        shape = [1] * input.ndim
+        if input.ndim > 1:
+            shape[1] = weight.numel()
+        weight = weight.reshape(shape)
+    return _ops.prelu_kernel(input, weight)
 
 
 def _rrelu(input, lower, upper, training):
     if not training:
-        return _ops.leaky_relu(input, (lower + upper) / 2)
+        return _ops.rrelu_with_noise(input, (lower + upper) / 2, False)
     slopes = ember.empty_like(input).uniform_(lower, upper)
-    return ember.where(input >= 0, input, input * slopes)
+    return _ops.rrelu_with_noise(input, slopes._data, True)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -141,19 +144,18 @@ def glu(input, dim=-1):
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
-    first, second = input.chunk(2, d)
-    return first * second.sigmoid()
+    return _ops.glu(input, d)
 
 
 def hardshrink(input, lambd=0.5):
-    return input.masked_fill(input.abs() <= lambd, 0)
+    return _ops.hardshrink(input, lambd)
 
 
 def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype "
                            f"{ember.ops._dispatch.dtype_name(input.dtype)}, but found {lambd:g}")
-    return input - input.clamp(-lambd, lambd)
+    return _ops.softshrink(input, lambd)
 
 
 def tanhshrink(input):

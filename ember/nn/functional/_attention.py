@@ -52,7 +52,8 @@ class ScaledDotProductAttentionBackward0(Node):
         g_q = g_k = g_v = g_bias = None
         if self._edges[2] is not None:
             g_v = _bmm(dropped.mT, grad)
-        if self._edges[0] is not None or self._edges[1] is not None or self._edges[3] is not None:
+        wants_mask = len(self._edges) > 3 and self._edges[3] is not None
+        if self._edges[0] is not None or self._edges[1] is not None or wants_mask:
             g_probs = _bmm(grad, v.mT)
             if keep is not None:
                 g_probs = g_probs * keep
@@ -61,9 +62,15 @@ class ScaledDotProductAttentionBackward0(Node):
                 g_q = _bmm(g_scores, k) * self.scale
             if self._edges[1] is not None:
                 g_k = _bmm(g_scores.mT, q) * self.scale
-            if self._edges[3] is not None:
+            if wants_mask:
                 g_bias = g_scores
-        return g_q, g_k, g_v, g_bias
+        return (g_q, g_k, g_v, g_bias)[:len(self._edges)]
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(ScaledDotProductAttentionBackward0):
+    """The same backward under the name of the kernel PyTorch's CPU build runs for
+    (batch, heads, L, E) inputs without dropout and with a mask that needs no gradient; the
+    edges are (query, key, value)."""
 
 
 def _batched_matmul(backend, a, b):
@@ -232,7 +239,11 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
             probs_tensor = probs_tensor.to(d)
             if keep_scaled is not None:
                 keep_scaled = keep_scaled.to(d)
-        record(ScaledDotProductAttentionBackward0, (query, key, value, mask_input), res,
+        inputs, node = (query, key, value, mask_input), ScaledDotProductAttentionBackward0
+        if (query.ndim == 4 and dropout_p == 0
+                and (mask_input is None or not mask_input.requires_grad)):
+            inputs, node = (query, key, value), ScaledDotProductFlashAttentionForCpuBackward0
+        record(node, inputs, res,
                save=(query, key, value, bias_tensor, probs_tensor, keep_scaled),
                scale=scale_value, causal=is_causal, nan_rows=nan_rows)
     return res

@@ -1,5 +1,6 @@
 """Convolutions and ``unfold``/``fold``: argument handling as PyTorch; the maths is
 ``ember.ops.conv``."""
+from ... import _dtype as dt
 from ...ops import conv as _ops
 from ...ops._dispatch import dtype_name, device_mismatch
 
@@ -85,6 +86,9 @@ def _check_geometry(stride, pads, dilation):
 def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
     name = f"conv{n}d"
     _check_operands(name, input, weight, bias, n, False, groups)
+    if input.dtype is dt.bool:
+        kernel = "slow_conv3d_cpu" if n == 3 else "slow_conv2d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     stride = expand_param(stride, n, "stride")
     dilation = expand_param(dilation, n, "dilation")
     kernel = tuple(weight.shape[2:])
@@ -154,10 +158,8 @@ def _conv_transposend(n, input, weight, bias, stride, padding, output_padding, g
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))}). "
                            f"Calculated output size per channel: ({' x '.join(map(str, spatial))}). "
                            "Output size is too small")
-    out = _ops.convolution_input_grad(input, weight, spatial,
-                                      _ops.conv_params(stride, pads, dilation, groups))
-    if bias is not None:
-        out = out + bias.reshape((-1,) + (1,) * n)
+    out = _ops.convolution_transpose(input, weight, bias, spatial,
+                                     _ops.conv_params(stride, pads, dilation, groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -194,6 +196,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
                                   f"(got {input.ndim}D)")
+    if input.dtype._kind == 1:  # integers (bool has a kernel)
+        raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for "
+                                  f"'{dtype_name(input.dtype)}'")
     kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
     padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
     unbatched = input.ndim == 3
@@ -218,6 +223,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if input.ndim not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
                                   f"Tensors are supported (got {input.ndim}D)")
+    if input.dtype._kind == 1:  # integers (bool has a kernel)
+        raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
+                                  f"'{dtype_name(input.dtype)}'")
     output_size = _pair(output_size, "output_size")
     kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
     padding, stride = _pair(padding, "padding"), _pair(stride, "stride")

@@ -1,32 +1,14 @@
 """``linear`` and ``bilinear``.
 
-``linear`` is one op: forward is a single matrix product (plus the bias added into its result),
-and its backward node computes each gradient with a single matrix product over the flattened
-batch, without the transposed copies or broadcasts a composition of ``matmul`` and ``add``
-would make.
+``linear`` records the graph PyTorch records: ``addmm(bias, input, weight.t())`` for a matrix
+input (``mm`` without a bias), other ranks flattened to a matrix by a view and viewed back.
+``weight.t()`` is a view, so the product still reaches BLAS without a transposed copy.
 """
-from ... import _dtype as dt
-from ...ops._dispatch import Node, needs_grad, record, _wrap, device_mismatch
-from ...ops.linalg import _cpp_name
+from ...ops._dispatch import needs_grad, record, _wrap, device_mismatch
+from ...ops.linalg import _cpp_name, addmm
+from ...ops.shape import UnsafeViewBackward0, SqueezeBackward4
 
 __all__ = ["linear", "bilinear"]
-
-
-class AddmmBackward0(Node):
-    """Backward of ``linear``; named as PyTorch names the node of its 2-D case."""
-    __slots__ = ()
-
-    def backward(self, grad):
-        x, weight = self.saved_tensors
-        g_x = g_w = g_b = None
-        if self._edges[0] is not None:
-            g_x = grad.matmul(weight)
-        if self._edges[1] is not None:
-            out_features, in_features = self.weight_shape
-            g_w = grad.reshape(-1, out_features).mT.matmul(x.reshape(-1, in_features))
-        if self._edges[2] is not None:
-            g_b = grad.sum(tuple(range(grad.ndim - 1))) if grad.ndim > 1 else grad
-        return g_x, g_w, g_b
 
 
 def _check_linear(input, weight, bias):
@@ -47,23 +29,23 @@ def _check_linear(input, weight, bias):
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
     _check_linear(input, weight, bias)
-    backend = input._backend
-    d = input._dtype
-    work = dt.float32.np if d._rank == 0 and d._kind == 2 else d.np
-    data = backend.matmul(input._data.astype(work, copy=False),
-                          weight._data.astype(work, copy=False).T)
+    weight_t = weight.t()
+    if input.ndim == 2:
+        return input.mm(weight_t) if bias is None else addmm(bias, input, weight_t)
+    out_shape = tuple(input.shape[:-1]) + (weight.shape[0],)
     if bias is not None:
-        b = bias._data.astype(work, copy=False)
-        if data.ndim and b.ndim <= 1:
-            data += b  # matmul's result is a fresh array: add the bias in place, no copy
-        else:
-            data = data + b
-    res = _wrap(data.astype(d.np, copy=False), d, input)
-    if needs_grad(input, weight, bias):
-        record(AddmmBackward0, (input, weight, bias), res,
-               save=(input if weight._requires_grad else None,
-                     weight if input._requires_grad else None),
-               weight_shape=tuple(weight.shape))
+        return addmm(bias, input.reshape(-1, weight.shape[1]), weight_t).view(out_shape)
+    if input.ndim == 1:
+        return _result_view(input.unsqueeze(0).mm(weight_t), out_shape, SqueezeBackward4)
+    return _result_view(input.reshape(-1, weight.shape[1]).mm(weight_t), out_shape,
+                        UnsafeViewBackward0)
+
+
+def _result_view(product, shape, node):
+    """``product`` (a fresh result) reshaped, under the node PyTorch's matmul records for it."""
+    res = _wrap(product._data.reshape(shape), product._dtype, product)
+    if needs_grad(product):
+        record(node, (product,), res, in_shape=product._data.shape)
     return res
 
 
@@ -85,7 +67,8 @@ def bilinear(input1, input2, weight, bias=None):
     x2 = input2.reshape(-1, in2)
     # One matrix product contracts i; the j contraction is a row-wise dot with input2.
     left = x1.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
-    out = (left.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1)
+    # (summed in the operands' dtype: PyTorch's integer bilinear stays in that dtype)
+    out = (left.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1, dtype=left.dtype)
     if bias is not None:
         out = out + bias
     return out.reshape(*batch, out_features)

@@ -5,7 +5,8 @@
 updated in place without recording gradients, as PyTorch's kernels do.
 """
 import ember
-from ...ops.normalization import normalize_affine
+from ...ops.normalization import (normalize_affine, batch_norm_eval, NativeBatchNormBackward0,
+                                  NativeLayerNormBackward0, group_norm as _group_norm)
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -46,19 +47,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError("Expected more than 1 value per channel when training, got input "
                              f"size {_size_repr(input)}")
         axes = (0,) + tuple(range(2, input.ndim))
-        out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps)
+        out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps,
+                                             NativeBatchNormBackward0)
         _update_running_stats(running_mean, running_var, mean, invstd, eps, count, momentum)
         return out
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-    # Evaluation is an affine map per channel: one multiply and one add over the input.
-    scale = (running_var + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight
-    shift = -running_mean * scale
-    if bias is not None:
-        shift = shift + bias
-    return input * scale.reshape(view) + shift.reshape(view)
+    return batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
 
 
 def _size_repr(t):
@@ -71,7 +66,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
                          "dimensions)")
     channels = input.shape[1]
-    view = (1, channels) + (1,) * (input.ndim - 2)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = input.numel() // max(input.shape[0] * channels, 1)
@@ -80,8 +74,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"{_size_repr(input)}")
     for name, t in (("weight", weight), ("bias", bias)):
         _check_stat_size(name, t, channels)
-    axes = tuple(range(2, input.ndim))
-    out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps)
+    # As PyTorch: batch norm of a (1, N*C, ...) view, with the affine parameters repeated.
+    batch = input.shape[0]
+    planes = input.reshape((1, batch * channels) + tuple(input.shape[2:]))
+    out, mean, invstd = normalize_affine(
+        planes, None if weight is None else weight.repeat(batch),
+        None if bias is None else bias.repeat(batch), (0,) + tuple(range(2, input.ndim)),
+        (1, batch * channels) + (1,) * (input.ndim - 2), eps, NativeBatchNormBackward0)
+    out = out.view(input.shape)
+    mean, invstd = mean.reshape(batch, channels), invstd.reshape(batch, channels)
     if running_mean is not None or running_var is not None:
         # Each instance's statistics, averaged over the batch.
         with ember.no_grad():
@@ -118,7 +119,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                                f"{list(shape)}")
     lead = input.ndim - len(shape)
     out, _, _ = normalize_affine(input, weight, bias, tuple(range(lead, input.ndim)),
-                                 (1,) * lead + shape, eps)
+                                 (1,) * lead + shape, eps, NativeLayerNormBackward0)
     return out
 
 
@@ -126,20 +127,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    batch, channels = input.shape[0], input.shape[1]
+    channels = input.shape[1]
     if channels % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    grouped = input.reshape(batch, num_groups, -1)
-    out, _, _ = normalize_affine(grouped, None, None, (2,), (1, 1, 1), eps)
-    out = out.reshape(input.shape)
-    view = (1, channels) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(view)
-    if bias is not None:
-        out = out + bias.reshape(view)
-    return out
+    return _group_norm(input, num_groups, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -164,19 +157,22 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
                          f"(got {input.ndim} dimensions)")
     if input.numel() == 0:
         return input
-    squares = input * input
-    pad_shape = list(squares.shape)
-    pad_before, pad_after = size // 2, (size - 1) // 2
-    pad_shape[1] = 1 + pad_before
-    parts = [ember.zeros(pad_shape, dtype=input.dtype, device=input.device), squares]
-    if pad_after:
-        pad_shape[1] = pad_after
-        parts.append(ember.zeros(pad_shape, dtype=input.dtype, device=input.device))
-    # Window sums as differences of a running sum (the leading zero makes the first one work).
-    running = ember.cat(parts, 1).cumsum(1)
-    channels = input.shape[1]
-    window = running.narrow(1, size, channels) - running.narrow(1, 0, channels)
-    return input / (window * (alpha / size) + k).pow(beta)
+    # PyTorch's composition (so the graph is its graph): the window mean of the squares is an
+    # average pool over the zero-padded channel axis.
+    from ._padding import pad
+    from ._pooling import avg_pool2d, avg_pool3d
+    div = input.mul(input)
+    before, after = size // 2, (size - 1) // 2
+    if input.ndim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, before, after))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        shape = input.shape
+        div = div.view(shape[0], 1, shape[1], shape[2], -1)
+        div = pad(div, (0, 0, 0, 0, before, after))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(shape)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

@@ -1,6 +1,6 @@
 """``pad``: constant padding is an op (``ember.ops.conv.constant_pad_nd``); reflect, replicate
-and circular padding gather each padded dim by an index vector, so their gradient is the
-scatter-add ``index_select`` already has."""
+and circular padding gather each padded dim by an index vector: reflect and replicate as one
+op (``ember.ops.conv.gather_dims``) under PyTorch's node, circular by ``index_select``."""
 from ..._tensor import _wrap
 from ... import _dtype as dt
 from ...ops import conv as _conv
@@ -70,12 +70,18 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     _check_non_constant(input, pairs, mode)
+    if input.dtype is dt.bool and mode != "circular":
+        kernel = "reflection_pad" if mode == "reflect" else "replication_pad"
+        raise NotImplementedError(f"\"{kernel}{len(pairs)}d\" not implemented for 'Bool'")
     xp = input._backend.xp
     lead = input.ndim - len(pairs)
+    gathers = [(lead + i, _wrap(xp.asarray(_source_index(xp, mode, input.shape[lead + i], lo, hi),
+                                           dtype=xp.int64), dt.int64, input))
+               for i, (lo, hi) in enumerate(pairs)]
+    if mode != "circular":  # one node, PyTorch's ReflectionPad2DBackward0 and the like
+        return _conv.gather_dims(input, gathers, _conv.INDEX_PAD_NODES[mode, len(gathers)])
     out = input
-    for i, (lo, hi) in enumerate(pairs):
-        if lo == 0 and hi == 0:
-            continue
-        index = _source_index(xp, mode, input.shape[lead + i], lo, hi)
-        out = out.index_select(lead + i, _wrap(xp.asarray(index, dtype=xp.int64), dt.int64, input))
+    for (dim, index), (lo, hi) in zip(gathers, pairs):
+        if lo or hi:
+            out = out.index_select(dim, index)
     return out

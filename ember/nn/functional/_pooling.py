@@ -1,9 +1,12 @@
-"""Pooling: max (``ember.ops.pooling``), average (a convolution with a ones kernel, so every
-gradient order comes from the convolution ops) and adaptive pooling."""
+"""Pooling: max, average and adaptive pooling are ops in ``ember.ops.pooling`` recording
+PyTorch's nodes (1-d pooling runs the 2-d op on an unsqueezed view, as PyTorch does); max
+unpooling is a scatter with its own node here."""
 import math
 
 from ..._tensor import _wrap
-from ...ops import conv as _conv
+from ...autograd.grad_mode import no_grad
+from ... import _dtype as dt
+from ...ops._dispatch import Node, needs_grad, record, dtype_name
 from ...ops import pooling as _pool
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
@@ -75,6 +78,11 @@ def _unbatch(result, unbatched):
     return result.squeeze(0) if unbatched else result
 
 
+def _refuse_dtype(kernel, input):
+    """PyTorch's error for a pooling kernel without this dtype (integers, bool)."""
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(input.dtype)}'")
+
+
 def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     name = f"max_pool{n}d"
     message = (f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
@@ -82,7 +90,18 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     input, unbatched = _batched(input, n, name, message)
     kernel, stride, _, dilation, out_shape, pads = _pool_geometry(
         name, input, n, kernel_size, stride, padding, dilation, ceil_mode)
-    values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
+    if input.dtype is dt.bool:
+        _refuse_dtype("max_pool3d" if n == 3 else "max_pool2d", input)
+    if n == 1 and not return_indices and input.dtype._kind == 1:
+        _refuse_dtype("max_pool1d_impl", input)  # (with indices it is the 2-d kernel's)
+    if n == 1:
+        # As PyTorch: the 2-d kernel over a (N, C, 1, L) view, so the graph and indices match.
+        values, indices = _pool.max_pool_nd(input.unsqueeze(-2), (1,) + kernel, (1,) + stride,
+                                            ((0, 0),) + pads, (1,) + dilation,
+                                            (1,) + out_shape)
+        values, indices = values.squeeze(-2), indices.squeeze(-2)
+    else:
+        values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
     return _unbatch((values, indices) if return_indices else values, unbatched)
 
 
@@ -137,21 +156,22 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_p
     input, unbatched = _batched(input, n, name)
     kernel, stride, padding, _, out_shape, pads = _pool_geometry(
         name, input, n, kernel_size, stride, padding, 1, ceil_mode)
+    if input.dtype._kind < 2 and input.dtype is not dt.int64:
+        _refuse_dtype("avg_pool3d_out_frame" if n == 3 else "avg_pool2d", input)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    batch, channels = input.shape[:2]
-    spatial = tuple(input.shape[2:])
-    planes = input.reshape((batch * channels, 1) + spatial)
-    ones = _wrap(input._backend.xp.ones((1, 1) + kernel, dtype=input._dtype.np), input._dtype,
-                 input)
-    sums = _conv.convolution(planes, ones, None, _conv.conv_params(stride, pads, (1,) * n, 1))
-    sums = sums.reshape((batch, channels) + out_shape)
     if divisor_override is not None:
-        out = sums / divisor_override
+        divisor = divisor_override
     else:
         xp = input._backend.xp
-        divisor = _divisors(xp, spatial, kernel, stride, padding, out_shape, count_include_pad)
-        out = sums / _wrap(xp.asarray(divisor, dtype=input._dtype.np), input._dtype, input)
+        divisor = _divisors(xp, tuple(input.shape[2:]), kernel, stride, padding, out_shape,
+                            count_include_pad)
+        divisor = _wrap(xp.asarray(divisor, dtype=input._dtype.np), input._dtype, input)
+    if n == 1:  # as PyTorch: the 2-d kernel over a (N, C, 1, L) view
+        out = _pool.avg_pool_nd(input.unsqueeze(-2), (1,) + kernel, (1,) + stride,
+                                ((0, 0),) + pads, (1,) + out_shape, divisor).squeeze(-2)
+    else:
+        out = _pool.avg_pool_nd(input, kernel, stride, pads, out_shape, divisor)
     return _unbatch(out, unbatched)
 
 
@@ -197,25 +217,22 @@ def _averaging_matrix(input, size, out):
     return _wrap(xp.asarray(matrix, dtype=input._dtype.np), input._dtype, input)
 
 
-def apply_along_spatial(input, matrices):
-    """``input`` ``(N, C, *S)`` with ``matrices[i]`` ``(O_i, S_i)`` applied along spatial dim i:
-    a separable linear map as one batched matrix product per dim."""
-    lead = input.shape[:2]
-    x = input
-    for i, matrix in enumerate(matrices):
-        shape = tuple(x.shape[2:])
-        before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
-        x = matrix.matmul(x.reshape(lead + (before, size, after)))
-        x = x.reshape(lead + shape[:i] + (matrix.shape[0],) + shape[i + 1:])
-    return x
-
-
 def _adaptive_avg(n, input, output_size):
     name = f"adaptive_avg_pool{n}d"
     input, unbatched = _adaptive_input(name, input, n)
+    if input.dtype._kind < 2:
+        _refuse_dtype("adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d", input)
     sizes = _adaptive_sizes(input, output_size, n)
-    matrices = [_averaging_matrix(input, s, o) for s, o in zip(input.shape[2:], sizes)]
-    return _unbatch(apply_along_spatial(input, matrices), unbatched)
+    if n == 1:  # as PyTorch: the 2-d pool over a (N, C, 1, L) view
+        input, sizes = input.unsqueeze(-2), (1,) + sizes
+    if n <= 2 and all(s == 1 for s in sizes):
+        out = input.mean((-1, -2), keepdim=True)  # PyTorch's global-pooling shortcut
+    else:
+        matrices = [_averaging_matrix(input, s, o) for s, o in zip(input.shape[2:], sizes)]
+        out = _pool.adaptive_avg_pool_nd(input, matrices)
+    if n == 1:
+        out = out.squeeze(-2)
+    return _unbatch(out, unbatched)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -233,8 +250,14 @@ def adaptive_avg_pool3d(input, output_size):
 def _adaptive_max(n, input, output_size, return_indices):
     name = f"adaptive_max_pool{n}d"
     input, unbatched = _adaptive_input(name, input, n, ":")
+    if input.dtype._kind < 2:
+        _refuse_dtype("adaptive_max_pool3d_cpu" if n == 3 else "adaptive_max_pool2d", input)
     sizes = _adaptive_sizes(input, output_size, n)
-    result = _pool.adaptive_max_pool_nd(input, sizes)
+    if n == 1:  # as PyTorch: the 2-d kernel over a (N, C, 1, L) view
+        values, indices = _pool.adaptive_max_pool_nd(input.unsqueeze(-2), (1,) + sizes)
+        result = values.squeeze(-2), indices.squeeze(-2)
+    else:
+        result = _pool.adaptive_max_pool_nd(input, sizes)
     return _unbatch(result if return_indices else result[0], unbatched)
 
 
@@ -262,15 +285,26 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return _adaptive_max(3, input, output_size, True)
 
 
+class MaxUnpool2DBackward0(Node):
+    """Each input element went to its index: the gradient gathers it back from there."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        batch, channels = grad.shape[:2]
+        picked = grad.reshape(batch, channels, -1).gather(2, self.indices)
+        return (picked.reshape(self.in_shape),)
+
+
+class MaxUnpool3DBackward0(MaxUnpool2DBackward0):
+    __slots__ = ()
+
+
 def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
     kernel = _tuple(kernel_size, n, "kernel_size")
     stride = kernel if stride is None else _tuple(stride, n, "stride")
     padding = _tuple(padding, n, "padding")
-    unbatched = input.ndim == n + 1
-    if unbatched:
-        input, indices = input.unsqueeze(0), indices.unsqueeze(0)
     default = tuple((i - 1) * s + k - 2 * p for i, s, k, p
-                    in zip(input.shape[2:], stride, kernel, padding))
+                    in zip(input.shape[-n:], stride, kernel, padding))
     if output_size is None:
         out_shape = default
     else:
@@ -279,6 +313,13 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
             if not d - s < size < d + s:
                 raise ValueError(f"invalid output_size \"{list(out_shape)}\" (dim {dim} must be "
                                  f"between {d - s} and {d + s})")
+    if n == 1:  # as PyTorch: the 2-d kernel on (..., L, 1) views
+        out = _max_unpool(2, input.unsqueeze(-1), indices.unsqueeze(-1), kernel + (1,),
+                          stride + (1,), padding + (0,), out_shape + (1,))
+        return out.squeeze(-1)
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input, indices = input.unsqueeze(0), indices.unsqueeze(0)
     batch, channels = input.shape[:2]
     plane = math.prod(out_shape)
     flat_indices = indices.reshape(batch, channels, -1)
@@ -288,9 +329,13 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
             bad = largest if largest >= plane else smallest
             raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                                f"{'x'.join(map(str, out_shape))})")
-    out = input.new_zeros((batch, channels, plane))
-    out = out.scatter(2, flat_indices, input.reshape(batch, channels, -1))
-    out = out.reshape((batch, channels) + out_shape)
+    with no_grad():
+        out = input.new_zeros((batch, channels, plane))
+        out = out.scatter(2, flat_indices, input.reshape(batch, channels, -1))
+        out = out.reshape((batch, channels) + out_shape)
+    if needs_grad(input):
+        node = MaxUnpool2DBackward0 if n == 2 else MaxUnpool3DBackward0
+        record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape))
     return out.squeeze(0) if unbatched else out
 
 

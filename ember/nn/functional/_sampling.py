@@ -11,7 +11,11 @@ import numbers
 
 from ... import _dtype as dt
 from ..._tensor import _wrap
-from ._pooling import apply_along_spatial, adaptive_avg_pool1d, adaptive_avg_pool2d, \
+from ...ops._dispatch import Node, dtype_name, needs_grad, record
+from ...autograd.grad_mode import no_grad
+from ...ops.conv import gather_dims, gather_dims_node
+from ...ops.pooling import separable_map, SeparableMapBackward
+from ._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, \
     adaptive_avg_pool3d
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
@@ -136,6 +140,18 @@ def _output_sizes(input, size, scale_factor, recompute_scale_factor):
     return sizes, ([None] * dims if recompute_scale_factor else [float(s) for s in scales])
 
 
+# PyTorch's node of each resampling kernel, by mode and number of spatial dims (or antialias).
+_NEAREST_NODES = {(mode, n): gather_dims_node(f"Upsample{name}{n}DBackward0")
+                  for mode, name in (("nearest", "Nearest"), ("nearest-exact", "NearestExact"))
+                  for n in (1, 2, 3)}
+_LINEAR_NODES = {
+    (mode, aa): type(f"Upsample{name}{'Aa' if aa else ''}Backward0", (SeparableMapBackward,),
+                     {"__slots__": ()})
+    for mode, name in (("linear", "Linear1D"), ("bilinear", "Bilinear2D"),
+                       ("bicubic", "Bicubic2D"), ("trilinear", "Trilinear3D"))
+    for aa in (False, True)}
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     if mode in ("nearest", "area", "nearest-exact"):
@@ -156,26 +172,79 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D "
                                   "input")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    if input._dtype._kind < 2:
+        error = _integer_kernel_error(input, mode, antialias)
+        if error is not None:
+            raise error
     xp = input._backend.xp
     spatial = input.shape[2:]
     if mode == "area":
         pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}
         return pool[input.ndim](input, tuple(sizes))
     if mode in ("nearest", "nearest-exact"):
-        out = input
-        for i, (n, o, s) in enumerate(zip(spatial, sizes, scales)):
-            index = _nearest_index(xp, n, o, s, mode == "nearest-exact")
-            out = out.index_select(2 + i, _wrap(index, dt.int64, input))
-        return out
-    ftype = _compute_dtype(input)
+        gathers = [(2 + i, _wrap(_nearest_index(xp, n, o, s, mode == "nearest-exact"), dt.int64,
+                                 input)) for i, (n, o, s) in enumerate(zip(spatial, sizes, scales))]
+        return gather_dims(input, gathers, _NEAREST_NODES[mode, len(spatial)])
+    # uint8 weights are computed in double, as PyTorch's integer kernels do
+    ftype = xp.float64 if input._dtype is dt.uint8 else _compute_dtype(input)
     matrices = []
     for n, o, s in zip(spatial, sizes, scales):
         if antialias:
             matrix = _antialias_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
         else:
             matrix = _linear_matrix(xp, ftype, n, o, s, align_corners, mode == "bicubic")
-        matrices.append(_wrap(xp.asarray(matrix, dtype=input._dtype.np), input._dtype, input))
-    return apply_along_spatial(input, matrices)
+        matrices.append(matrix)
+    if input._dtype is dt.uint8:
+        return _wrap(_resample_uint8(xp, input._data, matrices), dt.uint8, input)
+    matrices = [_wrap(xp.asarray(m, dtype=input._dtype.np), input._dtype, input) for m in matrices]
+    return separable_map(input, matrices, _LINEAR_NODES[mode, antialias])
+
+
+def _integer_kernel_error(input, mode, antialias):
+    """PyTorch interpolates integers only as uint8 images (nearest modes, and bilinear or
+    bicubic of 4-D input); otherwise the error names the kernel that lacks the dtype."""
+    if input._dtype is dt.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+        return None
+    if mode in ("nearest", "nearest-exact"):
+        kernel = ("upsample_nearest2d_channels_last" if input.ndim == 4
+                  else "compute_indices_weights_nearest")
+    elif mode == "area":
+        kernel = "adaptive_avg_pool3d_cpu" if input.ndim == 5 else "adaptive_avg_pool2d"
+    elif antialias:
+        kernel = "compute_index_ranges_weights"
+    elif mode == "bicubic":
+        kernel = "compute_indices_weights_cubic"
+    elif mode == "bilinear":
+        kernel = "upsample_bilinear2d_channels_last"
+    else:
+        kernel = "compute_indices_weights_linear"
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(input._dtype)}'")
+
+
+def _int16_weights(xp, matrix):
+    """PIL's fixed-point weights, which PyTorch's uint8 kernels use: the most fractional bits
+    (up to 22) for which the largest weight still fits in int16 with a bit to spare, and each
+    weight rounded half away from zero."""
+    largest = float(matrix.max())
+    precision = 0
+    while precision < 22 and int(0.5 + largest * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    scaled = matrix.astype(xp.float64) * (1 << precision)
+    rounded = xp.where(scaled < 0, xp.trunc(scaled - 0.5), xp.trunc(scaled + 0.5))
+    return rounded.astype(xp.int64), precision
+
+
+def _resample_uint8(xp, data, matrices):
+    """uint8 bilinear/bicubic as PyTorch computes it: one pass per spatial dim, the last
+    (horizontal) first, each an integer dot product with fixed-point weights, rounded by adding
+    half before the shift and clamped to [0, 255] before the next pass."""
+    out = data.astype(xp.int64)
+    for i in reversed(range(len(matrices))):
+        weights, precision = _int16_weights(xp, matrices[i])
+        moved = xp.moveaxis(out, 2 + i, -1)
+        total = xp.matmul(moved, weights.T) + (1 << precision >> 1)
+        out = xp.moveaxis(xp.clip(total >> precision, 0, 255), -1, 2 + i)
+    return out.astype(xp.uint8)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -285,6 +354,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     _check_grid(input, grid, mode)
+    if not input.dtype.is_floating_point:
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if input.ndim == 4 else "grid_sampler_3d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(input.dtype)}'")
     align_corners = bool(align_corners)
     spatial = tuple(input.shape[2:])
     # grid's last dim lists x (the last spatial dim) first
@@ -329,6 +401,8 @@ def _base_coordinates(xp, ftype, size, align_corners):
 
 
 def affine_grid(theta, size, align_corners=None):
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     align_corners = bool(align_corners)
     size = tuple(size)
     spatial_dims = len(size) - 2
@@ -354,6 +428,39 @@ def affine_grid(theta, size, align_corners=None):
 
 # ---- shuffles --------------------------------------------------------------------------------
 
+# Each shuffle is a permutation of the elements, so its gradient is the inverse shuffle of the
+# output's gradient: one node, as PyTorch records.
+class PixelShuffleBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (pixel_unshuffle(grad, self.factor),)
+
+
+class PixelUnshuffleBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (pixel_shuffle(grad, self.factor),)
+
+
+class ChannelShuffleBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (channel_shuffle(grad, grad.shape[1] // self.groups),)
+
+
+def _shuffled(node, input, shuffle, **attrs):
+    with no_grad():
+        res = shuffle(input)
+        if res._base is not None:  # a trivial shuffle is a view: PyTorch returns a new tensor
+            res = res.clone()
+    if needs_grad(input):
+        record(node, (input,), res, **attrs)
+    return res
+
+
 def pixel_shuffle(input, upscale_factor):
     if input.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
@@ -366,9 +473,12 @@ def pixel_shuffle(input, upscale_factor):
                            f"is not divisible by {r * r}")
     lead = tuple(input.shape[:-3])
     k = len(lead)
-    x = input.reshape(lead + (c // (r * r), r, r, h, w))
-    x = x.permute(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-    return x.reshape(lead + (c // (r * r), h * r, w * r))
+
+    def shuffle(x):
+        x = x.reshape(lead + (c // (r * r), r, r, h, w))
+        x = x.permute(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+        return x.reshape(lead + (c // (r * r), h * r, w * r))
+    return _shuffled(PixelShuffleBackward0, input, shuffle, factor=r)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -385,9 +495,12 @@ def pixel_unshuffle(input, downscale_factor):
                            f"but input.size(-1)={w} is not divisible by {r}")
     lead = tuple(input.shape[:-3])
     k = len(lead)
-    x = input.reshape(lead + (c, h // r, r, w // r, r))
-    x = x.permute(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-    return x.reshape(lead + (c * r * r, h // r, w // r))
+
+    def unshuffle(x):
+        x = x.reshape(lead + (c, h // r, r, w // r, r))
+        x = x.permute(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+        return x.reshape(lead + (c * r * r, h // r, w // r))
+    return _shuffled(PixelUnshuffleBackward0, input, unshuffle, factor=r)
 
 
 def channel_shuffle(input, groups):
@@ -402,8 +515,10 @@ def channel_shuffle(input, groups):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     rest = tuple(input.shape[2:])
-    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
-    return x.reshape((n, c) + rest)
+
+    def shuffle(x):
+        return x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+    return _shuffled(ChannelShuffleBackward0, input, shuffle, groups=groups)
 
 
 native_channel_shuffle = channel_shuffle

@@ -25,8 +25,8 @@ class EmbeddingBackward0(Node):
             counts = ember.zeros(num, dtype=grad.dtype, device=grad.device).index_add(
                 0, indices, ember.ones(indices.shape, dtype=grad.dtype, device=grad.device))
             rows = rows / counts.index_select(0, indices).unsqueeze(1)
-        return None, ember.zeros((num, dim), dtype=grad.dtype, device=grad.device).index_add(
-            0, indices, rows)
+        return (ember.zeros((num, dim), dtype=grad.dtype, device=grad.device).index_add(
+            0, indices, rows),)
 
 
 def _check_indices(input, name):
@@ -76,7 +76,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     out = xp.take(weight._data, data, axis=0).reshape(tuple(input.shape) + (dim,))
     res = _wrap(out, weight.dtype, weight)
     if needs_grad(weight):
-        record(EmbeddingBackward0, (None, weight), res, indices=flat, padding_idx=padding_idx,
+        record(EmbeddingBackward0, (weight,), res, indices=flat, padding_idx=padding_idx,
                weight_shape=(num, dim), scale_grad_by_freq=scale_grad_by_freq)
     return res
 
@@ -118,6 +118,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
             "GitHub.")
+    if input.ndim == 2 and input.dtype is dt.bool:
+        # PyTorch makes the bags' offsets with arange in the indices' dtype first
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     _check_indices(input, "embedding_bag")
     num, dim = weight.shape
     padding_idx = _padding_index(padding_idx, num)
