@@ -82,6 +82,16 @@ def _new_storage(nbytes):
         os.unlink(path)
     try:
         os.ftruncate(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _storage_owning_fd(fd, nbytes)
+
+
+def _storage_owning_fd(fd, nbytes):
+    """Map ``fd``; the storage keeps the descriptor open (it is what another process is sent)
+    and closes it when the storage is collected."""
+    try:
         storage = SharedStorage(fd, nbytes)
     except BaseException:
         os.close(fd)
@@ -101,15 +111,7 @@ def _unlink_quietly(path):
 def _open_storage(handle_kind, handle, nbytes):
     """Map, in this process, a storage another process sent."""
     if handle_kind == "fd":
-        fd = handle.detach()
-        try:
-            storage = SharedStorage(fd, nbytes)
-        except BaseException:
-            os.close(fd)
-            raise
-        storage.fd = fd
-        weakref.finalize(storage, os.close, fd)
-        return storage
+        return _storage_owning_fd(handle.detach(), nbytes)
     path = os.path.join(SHM_DIR, handle)
     try:
         fd = os.open(path, os.O_RDWR)

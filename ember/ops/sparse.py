@@ -13,7 +13,7 @@ from .. import _layout
 from .._tensor import Tensor, _wrap
 from ..autograd.graph import Node
 from ..autograd import grad_mode
-from ._dispatch import needs_grad, record, device_mismatch
+from ._dispatch import needs_grad, record, device_mismatch, dtype_name
 from ..sparse import coordinates
 from ..sparse.tensor import SparseTensor, wrap_coo, wrap_csr
 
@@ -119,14 +119,8 @@ def _check_product(s, dense, name):
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {s.shape[1]}, got "
                            f"{dense.shape[0]}")
     if dense._dtype is not s._dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(s._dtype)} but found "
-                           f"{_scalar_name(dense._dtype)}")
-
-
-def _scalar_name(d):
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+        raise RuntimeError(f"expected scalar type {dtype_name(s._dtype)} but found "
+                           f"{dtype_name(dense._dtype)}")
 
 
 # ---- construction -------------------------------------------------------------------------------
@@ -580,8 +574,8 @@ def dense_mm(dense, s):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({dense.shape[0]}x"
                            f"{dense.shape[-1]} and {s.shape[0]}x{s.shape[-1]})")
     if dense._dtype is not s._dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(dense._dtype)} but found "
-                           f"{_scalar_name(s._dtype)}")
+        raise RuntimeError(f"expected scalar type {dtype_name(dense._dtype)} but found "
+                           f"{dtype_name(s._dtype)}")
     out = _wrap(_product(_scipy_matrix(s).T, dense._data.T, s._dtype).T, s._dtype, s)
     if needs_grad(dense, s):
         record(DenseSparseMmBackward0, (dense, s), out, save=(dense.detach(), s.detach()))

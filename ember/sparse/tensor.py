@@ -220,16 +220,7 @@ class SparseTensor(Tensor):
             raise self._layout_error("coalesce", "coo")
         return sparse_ops.coalesce(self)
 
-    def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
-        from .construction import to_sparse
-        return to_sparse(self, *args, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
-
-    def to_sparse_coo(self):
-        return self.to_sparse()
-
-    def to_sparse_csr(self, dense_dim=None):
-        from .construction import to_sparse_csr
-        return to_sparse_csr(self, dense_dim)
+    # to_sparse / to_sparse_coo / to_sparse_csr are Tensor's: construction handles both layouts
 
     def to(self, *args, **kwargs):
         return sparse_ops.to(self, *args, **kwargs)

@@ -16,6 +16,7 @@ from ... import _dtype as dt
 from ..._tensor import Tensor
 from ...ops._dispatch import dtype_name
 from ...ops import loss as fused
+from ...ops.loss import _reduce
 from ._activation import logsigmoid
 
 __all__ = [
@@ -47,14 +48,6 @@ def _resolve_reduction(reduction, size_average=None, reduce=None):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
-
-
-def _reduce(loss, reduction):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
 
 
 def _size_warning(input, target):
