@@ -45,6 +45,7 @@ assert torch.allclose(w.T, torch.tensor([[1.0, -2.0, 0.5]]), atol=1e-3), w
 EXTRA_PROBES = [
     ("import ember.utils.safetensors as s; s.save_file({}, 'x.safetensors')", "safetensors"),
     ("import ember; ember.zeros(1, device='cuda')", "cuda"),
+    ("import ember; s = ember.eye(2).to_sparse(); print(s @ ember.ones(2, 1))", "sparse"),
 ]
 
 
