@@ -55,9 +55,7 @@ def test_probing_torchs_names_never_raises(suffix):
 
 
 def test_missing_names_raise_attribute_error_saying_why():
-    assert hasattr(torch.optim, "SparseAdam") and not hasattr(ember.optim, "SparseAdam")
-    with pytest.raises(AttributeError, match="SparseAdam.*Ember does not provide"):
-        ember.optim.SparseAdam
+    assert hasattr(torch.optim, "SparseAdam") and hasattr(ember.optim, "SparseAdam")
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         ember.no_such_name
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):

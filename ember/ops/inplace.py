@@ -8,6 +8,7 @@ other live view of that base then replays itself on the base, so its ``grad_fn``
 (PyTorch does the same lazily, on the next access of the view's ``grad_fn``).
 """
 from .. import _dtype as dt
+from .._layout import strided as _STRIDED
 from ._dispatch import Tensor, Node, record, needs_grad, _wrap, dtype_name, device_mismatch
 from ..autograd.grad_mode import _state as _grad_state
 
@@ -93,6 +94,13 @@ def _ufunc_in_place(self, ufunc, other, kwargs):
     if isinstance(other, Tensor):
         if other._dtype is not self._dtype or other._device is not self._device:
             return False
+        if other._layout is not _STRIDED:  # dense += sparse: a scatter-add of the stored values
+            if ufunc not in ("add", "subtract") or other._data.shape != data.shape:
+                return False
+            from .sparse import scatter_add_into
+            scatter_add_into(data, other, alpha if ufunc == "add" else -alpha)
+            self._bump_version()
+            return True
         shape, target = other._data.shape, data.shape
         if len(shape) > len(target) or any(o != t and o != 1 for o, t in
                                            zip(reversed(shape), reversed(target))):
@@ -125,6 +133,8 @@ def write_result(self, result, allow_overlap=False):
     """Write ``result`` into ``self``'s memory; rebase ``self``'s history on ``result``'s."""
     if result._device is not self._device:
         raise device_mismatch(self, result)
+    if result._layout is not _STRIDED:  # dense.mul_(sparse): the dense tensor takes it densified
+        result = result.to_dense()
     if result._data.shape != self._data.shape:
         try:
             result = result.expand(self._data.shape)

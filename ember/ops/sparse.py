@@ -18,7 +18,8 @@ from ..sparse import coordinates
 from ..sparse.tensor import SparseTensor, wrap_coo, wrap_csr
 
 __all__ = ["mm", "sparse_mm", "addmm", "smm", "sum", "sparse_sum", "softmax", "log_softmax",
-           "to_dense", "values", "coalesce", "mul", "div", "add", "transpose", "to", "clone"]
+           "to_dense", "values", "coalesce", "mul", "mul_dense", "div", "add", "add_dense_sparse",
+           "neg", "transpose", "to", "clone"]
 
 _LOW_PRECISION = (dt.float16, dt.bfloat16)
 
@@ -315,7 +316,53 @@ class MulBackward0(_SparseNode):
         return grad * self.scalar
 
 
+class _SparseDenseMulBackward(_SparseNode):
+    """``sparse * dense``: the sparse factor's gradient is ``grad * dense``, the dense factor's a
+    sparse tensor on the sparse factor's pattern, as PyTorch's."""
+    def backward(self, grad):
+        self._first_order_only()
+        s, other = self.saved_tensors
+        grad_s = grad_d = None
+        if self._edges[0] is not None:
+            grad_s = grad * other
+        if self._edges[1] is not None:
+            picked = _values_at(grad, s)
+            grad_d = same_pattern(s, (picked * s._values_data).astype(other._dtype.np, copy=False),
+                                  other._dtype)
+            if s._layout is _layout.sparse_csr:
+                grad_d = csr_to_coo(grad_d)
+            if tuple(other.shape) != tuple(s.shape):
+                grad_d = grad_d.to_dense()  # the engine sums a broadcast factor's gradient down
+        return grad_s, grad_d
+
+
+_SparseDenseMulBackward.__name__ = _SparseDenseMulBackward.__qualname__ = "MulBackward0"
+
+
+def mul_dense(s, other):
+    """``sparse * dense`` (either order): a sparse result on ``s``'s pattern, each stored value
+    times the dense entry at its position (``other`` broadcasts to ``s``'s shape)."""
+    if other._device is not s._device:
+        raise device_mismatch(s, other)
+    xp = s._backend.xp
+    try:
+        full = xp.broadcast_to(other._data, s._data.shape)
+    except ValueError:
+        raise RuntimeError(f"mul: the dense operand of shape {list(other.shape)} does not "
+                           f"broadcast to the sparse operand's shape {list(s.shape)}") from None
+    dtype = dt.promote_types(s._dtype, other._dtype)
+    indices, vals = _coo_arrays(s)
+    picked = full[tuple(indices)]
+    out = same_pattern(s, (vals.astype(dtype.np, copy=False) * picked).astype(dtype.np,
+                                                                               copy=False), dtype)
+    if needs_grad(s, other):
+        record(_SparseDenseMulBackward, (s, other), out, save=(s.detach(), other.detach()))
+    return out
+
+
 def mul(s, other):
+    if isinstance(other, Tensor) and not _is_sparse(other) and other.ndim:
+        return mul_dense(s, other)
     scalar, scalar_dtype = _scalar_operand(other, "mul")
     dtype = _result_dtype(s, scalar, scalar_dtype)
     vals = (s._values_data * scalar).astype(dtype.np, copy=False)
@@ -382,6 +429,71 @@ def add(s, other, *, alpha=1):
     if needs_grad(s, other):
         record(AddBackward0, (s, other), out, alpha=alpha)
     return out
+
+
+def scatter_add_into(data, s, alpha=1):
+    """``data += alpha * s`` in place, for a dense array ``data`` of ``s``'s shape and dtype
+    (``dense.add_(sparse)``, gradient accumulation, optimizer steps): repeated positions add
+    up, and nothing of the size of ``data`` is allocated."""
+    indices, vals = _coo_arrays(s)
+    if not indices.shape[1]:
+        return
+    if alpha != 1:
+        vals = vals * alpha
+    s._backend.index_add(data, tuple(indices), vals.astype(data.dtype, copy=False))
+
+
+def add_dense_sparse(dense, s, alpha=1, subtract=False):
+    """``dense + alpha * sparse`` (``-`` with ``subtract``): a dense result, as PyTorch's (no
+    broadcasting)."""
+    if not isinstance(dense, Tensor):
+        raise TypeError(f"add: expected a Tensor, got '{type(dense).__name__}'")
+    if dense._device is not s._device:
+        raise device_mismatch(dense, s)
+    if tuple(dense.shape) != tuple(s.shape):
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(dense.shape)} while other has size {list(s.shape)} "
+                           "(FYI: dense-sparse addition does not currently support "
+                           "broadcasting)")
+    from .elementwise import AddBackward0 as DenseAddBackward0, SubBackward0
+    rt = dt.promote_types(dense._dtype, s._dtype)
+    indices, vals = _coo_arrays(s)
+    data = dense._data.astype(rt.np, copy=True)
+    vals = vals.astype(rt.np, copy=False)
+    scale = -alpha if subtract else alpha
+    if scale != 1:
+        vals = (vals * scale).astype(rt.np, copy=False)
+    if indices.shape[1]:
+        s._backend.index_add(data, tuple(indices), vals)
+    out = _wrap(data, rt, dense)
+    if needs_grad(dense, s):
+        record(SubBackward0 if subtract else DenseAddBackward0, (dense, s), out, alpha=alpha)
+    return out
+
+
+def add_function(input, other, alpha=1, out=None, name="add"):
+    """``ember.add``/``sub`` (and the operators) when an operand is sparse: sparse + sparse stays
+    sparse, dense + sparse is dense, sparse + dense raises PyTorch's error."""
+    if out is not None:
+        raise NotImplementedError(f"{name}: out= with a sparse operand is not supported by Ember")
+    if _is_sparse(input):
+        return add(input, other, alpha=-alpha if name == "sub" else alpha)
+    return add_dense_sparse(input, other, alpha, subtract=name == "sub")
+
+
+def mul_function(input, other, out=None):
+    """``ember.mul`` with a sparse operand (either side)."""
+    if out is not None:
+        raise NotImplementedError("mul: out= with a sparse operand is not supported by Ember")
+    if _is_sparse(input):
+        return mul(input, other)
+    if isinstance(input, Tensor) and input.ndim:
+        return mul_dense(other, input)
+    return mul(other, input)
+
+
+def neg(s):
+    return mul(s, -1)
 
 
 # ---- shape --------------------------------------------------------------------------------------

@@ -1,7 +1,4 @@
-"""``ember.optim``: optimizers, learning-rate schedulers and weight averaging, as ``torch.optim``.
-
-``SparseAdam`` is not provided: Ember has no sparse tensors for it to update.
-"""
+"""``ember.optim``: optimizers, learning-rate schedulers and weight averaging, as ``torch.optim``."""
 import importlib
 
 from .optimizer import Optimizer  # noqa: F401
@@ -17,6 +14,10 @@ from .adadelta import Adadelta  # noqa: F401
 from .asgd import ASGD  # noqa: F401
 from .rprop import Rprop  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401
+from .adafactor import Adafactor  # noqa: F401
+from .muon import Muon  # noqa: F401
+from .swap_in_state import swap_in_optimizer_params_and_state  # noqa: F401
 
 
 def _import_submodule(name):
@@ -32,7 +33,8 @@ def _import_submodule(name):
 
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "Adagrad", "Adadelta", "ASGD", "Rprop", "LBFGS"]
+           "Adagrad", "Adadelta", "ASGD", "Rprop", "LBFGS", "SparseAdam", "Adafactor", "Muon",
+           "swap_in_optimizer_params_and_state"]
 
 for _name in ("lr_scheduler", "swa_utils"):
     _module = _import_submodule(_name)
@@ -43,9 +45,4 @@ del _name, _module
 
 
 def __getattr__(name):
-    # AttributeError, so that hasattr(ember.optim, "SparseAdam") answers False instead of raising.
-    if name == "SparseAdam":
-        raise AttributeError("module 'ember.optim' has no attribute 'SparseAdam': Ember does not "
-                             "provide SparseAdam, whose sparse-gradient updates it does not "
-                             "implement. Use ember.optim.Adam with dense gradients instead.")
     raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

@@ -1,11 +1,14 @@
 """Adagrad, with learning-rate decay and an initial accumulator value."""
 from .optimizer import (Optimizer, addcdiv_, addcmul_, advance, array, check_lr, check_nonnegative,
-                        check_not_fused, full_state, gradient_for_step, scalar, step_counter)
+                        check_not_fused, coalesced_gradient, full_state, gradient_for_step,
+                        is_sparse_gradient, scalar, step_counter)
 
 __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    _accepts_sparse_gradients = True
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_lr(lr)
@@ -36,6 +39,8 @@ class Adagrad(Optimizer):
         xp = param._backend.xp
         p = array(param)
         step = advance(state["step"])
+        if is_sparse_gradient(grad):
+            return self._sparse_update(group, param, grad, state, step)
         g = gradient_for_step(xp, p, array(grad), group["maximize"], group["weight_decay"])
         step_size = scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
         state_sum = array(state["sum"])
@@ -44,3 +49,17 @@ class Adagrad(Optimizer):
         std = xp.sqrt(state_sum)
         xp.add(std, group["eps"], out=std)
         addcdiv_(xp, p, g, std, -step_size, scratch)
+
+    def _sparse_update(self, group, param, grad, state, step):
+        """PyTorch's rule on a sparse gradient: only the rows (entries) the coalesced gradient
+        stores move, and only their accumulators grow."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        xp = param._backend.xp
+        index, g = coalesced_gradient(grad, group["maximize"])
+        step_size = scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
+        state_sum = state["sum"]._data
+        state_sum[index] += g * g
+        std = xp.sqrt(state_sum[index])
+        std += group["eps"]
+        param._data[index] += (g / std) * -step_size

@@ -136,8 +136,11 @@ class LBFGS(Optimizer):
         return sum(p.numel() for p in self._params)
 
     def _gather_flat_grad(self):
+        # a sparse gradient (nn.Embedding(sparse=True)) joins the flat vector densified, as in
+        # PyTorch
         return cat([zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None
-                    else p.grad.reshape(-1) for p in self._params], 0)
+                    else (p.grad.to_dense() if p.grad.is_sparse else p.grad).reshape(-1)
+                    for p in self._params], 0)
 
     def _add_grad(self, step_size, update):
         """``params += step_size * update``, ``update`` being one flat vector."""

@@ -23,6 +23,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _dtype as dt
+from .. import _layout
 from .._tensor import Tensor, _wrap
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.creation import tensor as _tensor
@@ -198,8 +199,28 @@ def update_moments(xp, state, grad, beta1, beta2, scratch):
     return exp_avg, exp_avg_sq
 
 
+def is_sparse_gradient(grad):
+    """Whether ``grad`` is a sparse COO tensor (``nn.Embedding(sparse=True)`` makes them)."""
+    return grad._layout is _layout.sparse_coo
+
+
+def coalesced_gradient(grad, maximize=False):
+    """``(index, values)`` of a sparse gradient summed over repeated positions, negated under
+    ``maximize``: ``index`` is a tuple of index arrays that picks each stored entry, once."""
+    grad = grad.coalesce()
+    values = grad._values_data
+    if maximize:
+        values = grad._backend.xp.negative(values)
+    return tuple(grad._indices_data), values
+
+
 class Optimizer:
     """Base class for all optimizers (see the module docstring for what a subclass writes)."""
+
+    # Whether the rule accepts sparse gradients, and PyTorch's error where it does not (None:
+    # "<class name> does not support sparse gradients").
+    _accepts_sparse_gradients = False
+    _sparse_gradients_error = None
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -261,6 +282,16 @@ class Optimizer:
         and PyTorch's state_dict then has no entry for its parameters)."""
         return True
 
+    def _check_gradient_layouts(self, group):
+        """PyTorch's refusal of sparse gradients, raised before any parameter of ``group``
+        moves."""
+        if self._accepts_sparse_gradients:
+            return
+        for param in group["params"]:
+            if param.grad is not None and is_sparse_gradient(param.grad):
+                raise RuntimeError(self._sparse_gradients_error or
+                                   f"{type(self).__name__} does not support sparse gradients")
+
     def step(self, closure=None):
         """One optimisation step; ``closure`` re-evaluates the model and returns the loss."""
         if type(self)._update is Optimizer._update:
@@ -271,6 +302,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                self._check_gradient_layouts(group)
                 keeps_state = self._keeps_state(group)
                 for param in group["params"]:
                     grad = param.grad

@@ -1,6 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
-from .optimizer import (Optimizer, array, check_lr, check_not_fused, gradient_for_step, scalar,
-                        state_from)
+from .optimizer import (Optimizer, array, check_lr, check_not_fused, gradient_for_step,
+                        is_sparse_gradient, scalar, state_from)
 
 __all__ = ["SGD"]
 
@@ -32,6 +32,8 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         check_not_fused(fused)
 
+    _accepts_sparse_gradients = True
+
     def _keeps_state(self, group):
         return group["momentum"] != 0
 
@@ -40,6 +42,8 @@ class SGD(Optimizer):
         pass
 
     def _update(self, group, param, grad, state):
+        if is_sparse_gradient(grad):
+            return self._sparse_update(group, param, grad, state)
         xp = param._backend.xp
         p = array(param)
         g = gradient_for_step(xp, p, array(grad), group["maximize"], group["weight_decay"])
@@ -58,3 +62,22 @@ class SGD(Optimizer):
             else:
                 g = buf
         xp.add(p, xp.multiply(g, -scalar(group["lr"])), out=p)
+
+    def _sparse_update(self, group, param, grad, state):
+        """PyTorch's rule on a sparse gradient, in sparse arithmetic: the momentum buffer is a
+        sparse tensor too. Weight decay would add the dense parameter to the sparse gradient,
+        which raises PyTorch's error."""
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.detach().clone()
+            else:
+                # buf.mul_(momentum).add_(grad, alpha=1 - dampening), keeping buf's identity
+                buf.data = (buf * momentum).add(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        param.add_(grad, alpha=-scalar(group["lr"]))  # a scatter-add of the stored rows

@@ -309,6 +309,33 @@ class SparseTensor(Tensor):
     def __sub__(self, other):
         return sparse_ops.add(self, other, alpha=-1)
 
+    def zero_(self):
+        """No stored entries left (``optimizer.zero_grad(set_to_none=False)`` on a sparse
+        gradient), as PyTorch's: the shape stays, the tensor counts as coalesced."""
+        xp = self._backend.xp
+        if self.is_sparse:
+            self._indices_data = xp.zeros((self._indices_data.shape[0], 0), dtype=xp.int64)
+        else:
+            self._crow_data = xp.zeros_like(self._crow_data)
+            self._indices_data = xp.zeros((0,), dtype=xp.int64)
+        self._values_data = xp.zeros((0,) + self._values_data.shape[1:],
+                                     dtype=self._values_data.dtype)
+        self._coalesced = True
+        self._bump_version()
+        return self
+
+    def mul_(self, other):
+        """In place, as gradient clipping scales a sparse gradient: the pattern is kept."""
+        result = sparse_ops.mul(self.detach(), other.detach() if isinstance(other, Tensor)
+                                else other)
+        if result._dtype is not self._dtype:
+            from ..ops._dispatch import dtype_name as name
+            raise RuntimeError(f"dtype of values ({name(result._dtype)}) must match dtype of "
+                               f"sparse tensor ({name(self._dtype)})")
+        self._values_data = result._values_data
+        self._bump_version()
+        return self
+
     def add_(self, other, *, alpha=1):
         """In place, as gradient accumulation needs: the result's arrays replace this tensor's."""
         result = sparse_ops.add(self.detach(), other.detach() if isinstance(other, Tensor)

@@ -123,11 +123,10 @@ def test_user_subclass_with_its_own_step_runs_hooks_once():
         np.testing.assert_allclose(np.asarray(ps[0].detach()), [-0.5, 0.5])
 
 
-def test_sparse_adam_is_out_of_scope():
-    # AttributeError (saying why), so that hasattr() answers False instead of raising.
-    with pytest.raises(AttributeError, match="SparseAdam.*dense gradients"):
-        ember.optim.SparseAdam
-    assert not hasattr(ember.optim, "SparseAdam")
+def test_sparse_adam_is_provided():
+    # its behaviour against torch: tests/sparse/test_sparse_gradients.py
+    assert hasattr(torch.optim, "SparseAdam") and hasattr(ember.optim, "SparseAdam")
+    assert "SparseAdam" in ember.optim.__all__
 
 
 # ---- parameter groups ----------------------------------------------------------------------

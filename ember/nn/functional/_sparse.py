@@ -1,12 +1,14 @@
 """Embedding lookups and ``one_hot``, as ``torch.nn.functional``.
 
 ``embedding`` is one op: the forward is a row gather, the backward a scatter-add of the
-incoming rows into a zero matrix shaped like the weight (rows at ``padding_idx`` get nothing).
+incoming rows into a zero matrix shaped like the weight (rows at ``padding_idx`` get nothing),
+or with ``sparse=True`` a sparse COO gradient holding just those rows, uncoalesced as PyTorch's.
 ``embedding_bag`` reduces the looked-up rows per bag with scatter-adds (sum, mean) or a max over
 a padded dense block; bag membership is index bookkeeping done once on the index arrays.
 """
 import ember
-from ...ops._dispatch import Node, needs_grad, record, _wrap, dtype_name
+from ...ops._dispatch import Node, needs_grad, record, _wrap, dtype_name, CompositeBackward, \
+    record_composite
 from ... import _dtype as dt
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
@@ -18,6 +20,9 @@ class EmbeddingBackward0(Node):
     def backward(self, grad):
         indices, padding_idx = self.indices, self.padding_idx
         num, dim = self.weight_shape
+        if self.sparse:
+            return (_sparse_weight_grad(grad, indices, padding_idx, num, dim,
+                                        self.scale_grad_by_freq),)
         rows = grad.reshape(-1, dim)
         if padding_idx is not None:
             rows = rows.masked_fill((indices == padding_idx).unsqueeze(1), 0)
@@ -27,6 +32,28 @@ class EmbeddingBackward0(Node):
             rows = rows / counts.index_select(0, indices).unsqueeze(1)
         return (ember.zeros((num, dim), dtype=grad.dtype, device=grad.device).index_add(
             0, indices, rows),)
+
+
+def _sparse_weight_grad(grad, indices, padding_idx, num, dim, scale_grad_by_freq):
+    """``sparse=True``: a COO gradient with one entry per looked-up position, in input order and
+    uncoalesced (repeated rows are not summed), positions holding ``padding_idx`` left out, as
+    PyTorch's ``embedding_sparse_backward``."""
+    if scale_grad_by_freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                           "gradients")
+    from ...sparse.tensor import wrap_coo
+    from ...ops.sparse import record_construction
+    rows = grad.reshape(-1, dim)
+    if padding_idx is not None:
+        keep = (indices != padding_idx).nonzero().reshape(-1)
+        indices, rows = indices.index_select(0, keep), rows.index_select(0, keep)
+    elif rows._data.base is not None or not rows._data.flags.c_contiguous:
+        rows = rows.clone()  # the gradient owns its values, as PyTorch's does
+    index = indices._data.reshape(1, -1).astype(dt.int64.np, copy=True)
+    # PyTorch flags a COO tensor with fewer than two entries coalesced
+    out = wrap_coo(index, rows._data, (num, dim), rows.dtype, rows, index.shape[1] < 2)
+    record_construction(out, rows)
+    return out
 
 
 def _check_indices(input, name):
@@ -61,8 +88,6 @@ def _renorm_rows(weight, indices, max_norm, norm_type):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    if sparse:
-        raise NotImplementedError("ember has no sparse tensors: use sparse=False")
     _check_indices(input, "embedding")
     num, dim = weight.shape
     padding_idx = _padding_index(padding_idx, num)
@@ -77,7 +102,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     res = _wrap(out, weight.dtype, weight)
     if needs_grad(weight):
         record(EmbeddingBackward0, (weight,), res, indices=flat, padding_idx=padding_idx,
-               weight_shape=(num, dim), scale_grad_by_freq=scale_grad_by_freq)
+               weight_shape=(num, dim), scale_grad_by_freq=scale_grad_by_freq,
+               sparse=bool(sparse))
     return res
 
 
@@ -111,7 +137,12 @@ def _bag_layout(input, offsets, include_last_offset):
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                   scale_grad_by_freq=False, mode="mean", sparse=False,
                   per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    if mode not in ("sum", "mean", "max"):
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
@@ -125,25 +156,34 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     num, dim = weight.shape
     padding_idx = _padding_index(padding_idx, num)
     flat, bag_of, bags = _bag_layout(input, offsets, include_last_offset)
-    if per_sample_weights is not None:
-        per_sample_weights = per_sample_weights.reshape(-1)
+    keep = None
     if padding_idx is not None:
         # Positions holding padding_idx take no part in any bag.
         keep = (flat != padding_idx).nonzero().reshape(-1)
         flat, bag_of = flat.index_select(0, keep), bag_of.index_select(0, keep)
-        if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights.index_select(0, keep)
-    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
     like = dict(dtype=weight.dtype, device=weight.device)
-    if mode == "max":
-        return _bag_max(rows, bag_of, bags, dim, like)
-    if per_sample_weights is not None:
-        rows = rows * per_sample_weights.unsqueeze(1)
-    out = ember.zeros((bags, dim), **like).index_add(0, bag_of, rows)
-    if mode == "mean":
-        counts = ember.zeros(bags, **like).index_add(0, bag_of, ember.ones(bag_of.shape, **like))
-        out = out / counts.clamp_min(1).unsqueeze(1)
-    return out
+
+    def bags_of(weight, per_sample_weights):
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+            if keep is not None:
+                per_sample_weights = per_sample_weights.index_select(0, keep)
+        rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+        if mode == "max":
+            return _bag_max(rows, bag_of, bags, dim, like)
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.unsqueeze(1)
+        out = ember.zeros((bags, dim), **like).index_add(0, bag_of, rows)
+        if mode == "mean":
+            counts = ember.zeros(bags, **like).index_add(0, bag_of,
+                                                         ember.ones(bag_of.shape, **like))
+            out = out / counts.clamp_min(1).unsqueeze(1)
+        return out
+    return record_composite(EmbeddingBagBackward0, (weight, per_sample_weights), bags_of)
+
+
+class EmbeddingBagBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def _bag_max(rows, bag_of, bags, dim, like):

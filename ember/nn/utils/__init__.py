@@ -1,8 +1,9 @@
 """``ember.nn.utils``: gradient clipping, parameter/vector conversion, parametrizations, fusion,
-and the hook-based ``weight_norm``/``spectral_norm``."""
+the hook-based ``weight_norm``/``spectral_norm``, ``skip_init`` and the convolution-weight
+memory-format converters."""
 from ..._submodules import import_parts
 
 import_parts(__name__, ["clip_grad", "convert_parameters", "fusion", "weight_norm",
-                       "spectral_norm"], globals())
+                       "spectral_norm", "init", "memory_format"], globals())
 # Reached as ``nn.utils.parametrize.register_parametrization`` (not re-exported), as in PyTorch.
 import_parts(__name__, ["parametrize", "parametrizations", "rnn", "stateless"], {})

@@ -25,6 +25,18 @@ def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
+def _refuse_sparse(tensors, op):
+    """PyTorch has no kernel for the norm (or clamp) of a sparse COO tensor, so clipping by norm
+    or value raises for sparse gradients (``clip_grads_with_norm_`` alone scales them)."""
+    for t in tensors:
+        if t.is_sparse:
+            raise NotImplementedError(
+                f"Could not run 'aten::{op}' with arguments from the "
+                f"'Sparse{t.device.type.upper()}' backend: PyTorch has no {op} kernel for sparse "
+                "COO tensors, so neither has Ember; clip sparse gradients with "
+                "clip_grads_with_norm_ and a norm you compute")
+
+
 @_no_grad
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The ``norm_type`` norm of all ``tensors`` taken as one vector. ``foreach`` is accepted
@@ -33,6 +45,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return ember.tensor(0.0)
+    _refuse_sparse(tensors, "linalg_vector_norm")
     first_device = tensors[0].device
     norms = [ember.norm(t, norm_type).to(first_device) for t in tensors]
     total_norm = ember.norm(ember.stack(norms), norm_type)
@@ -83,6 +96,9 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient of ``parameters`` to ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
-    for p in _as_list(parameters):
+    parameters = _as_list(parameters)
+    _refuse_sparse([p.grad for p in parameters if p.grad is not None],
+                   "clamp_" if foreach is False else "clamp_min_")
+    for p in parameters:
         if p.grad is not None:
             p.grad.clamp_(min=-clip_value, max=clip_value)
