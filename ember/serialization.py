@@ -25,6 +25,7 @@ for files you trust.
 """
 import collections
 import contextlib
+import enum
 import io
 import mmap as _mmap
 import os
@@ -32,6 +33,7 @@ import pickle
 import secrets
 import struct
 import sys
+import threading
 import types
 import warnings
 import zipfile
@@ -46,13 +48,24 @@ from ._tensor import Tensor, Size, _wrap_with, _contiguous_strides
 from .backends import get_backend
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
-           "safe_globals", "DEFAULT_PROTOCOL", "config"]
+           "safe_globals", "DEFAULT_PROTOCOL", "config", "LoadEndianness",
+           "get_default_load_endianness", "set_default_load_endianness", "get_crc32_options",
+           "set_crc32_options", "get_default_mmap_options", "set_default_mmap_options",
+           "register_package", "location_tag", "default_restore_location",
+           "get_unsafe_globals_in_checkpoint", "skip_data", "SourceChangeWarning", "mkdtemp",
+           "check_module_version_greater_or_equal"]
 
 #: Switches trading safety for speed. ``fsync``: ``save`` to a path flushes the new file to the
 #: disk before renaming it into place, so the checkpoint survives a power loss, not only a crash
 #: of the process. ``check_crc32``: ``load`` (without ``mmap``) checks each storage against its
 #: CRC-32, so corrupted tensor data raises instead of loading silently (PyTorch does not check).
-config = types.SimpleNamespace(fsync=True, check_crc32=True)
+#: The rest are PyTorch's settings, set through its functions below: ``compute_crc32``
+#: (``set_crc32_options``): ``save`` writes each record's CRC-32, else 0 as torch does, and such
+#: records are then read unchecked; ``endianness`` (``set_default_load_endianness``): the byte
+#: order ``load`` assumes for a file without a byteorder record; ``mmap_flags``
+#: (``set_default_mmap_options``): how ``load(mmap=True)`` maps the file.
+config = types.SimpleNamespace(fsync=True, check_crc32=True, compute_crc32=True,
+                               endianness=None, mmap_flags=getattr(_mmap, "MAP_PRIVATE", None))
 
 DEFAULT_PROTOCOL = 2
 _STORAGE_ALIGNMENT = 64
@@ -261,6 +274,26 @@ def _fast_crc32():
 _crc32 = _fast_crc32()
 
 
+_INTEROP_THREADS = None  # set_num_interop_threads; None: min(4, CPU count)
+
+
+def _interop_threads():
+    """The CRC pool's size: Ember's inter-op pool, as ``get_num_interop_threads`` reports."""
+    return _INTEROP_THREADS or min(4, os.cpu_count() or 1)
+
+
+def _set_interop_threads(n):
+    global _INTEROP_THREADS
+    import operator
+    n = operator.index(n)
+    if n <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _CRC_POOL is not None and _CRC_POOL_PID == os.getpid():
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _INTEROP_THREADS = n
+
+
 def _crc_pool():
     """Threads computing CRC-32s of large buffers (the CRC functions release the GIL) while the
     main thread moves data to or from the file. Made once per process: threads do not survive
@@ -268,7 +301,7 @@ def _crc_pool():
     global _CRC_POOL, _CRC_POOL_PID
     if _CRC_POOL_PID != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
-        _CRC_POOL = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
+        _CRC_POOL = ThreadPoolExecutor(max_workers=_interop_threads(),
                                        thread_name_prefix="ember-crc32")
         _CRC_POOL_PID = os.getpid()
     return _CRC_POOL
@@ -309,9 +342,13 @@ class _ZipWriter:
         self._offset += len(data)
 
     def add(self, name, data, crc=None):
-        """Append member ``name`` holding ``data``; ``crc`` is its ``_crc_job`` if started."""
-        data = memoryview(data).cast("B")
-        size = data.nbytes
+        """Append member ``name`` holding ``data``; ``crc`` is its ``_crc_job`` if started.
+        ``data`` may be an int: that many zero bytes, with CRC 0 (``skip_data``'s records)."""
+        if isinstance(data, int):
+            size, data = data, None
+        else:
+            data = memoryview(data).cast("B")
+            size = data.nbytes
         name_bytes = name.encode("utf-8")
         zip64 = self._force_zip64 or size >= 0xFFFFFFFF
         extra = struct.pack("<HHQQ", 1, 16, 0, 0) if zip64 else b""
@@ -323,9 +360,18 @@ class _ZipWriter:
         self._write(self._LOCAL.pack(b"PK\x03\x04", 45 if zip64 else 20, self._FLAGS, 0, 0,
                                      self._DOS_DATE, 0, size32, size32, len(name_bytes),
                                      len(extra)) + name_bytes + extra)
-        crc = _crc_job(data) if crc is None else crc
-        self._file.write(data)
-        crc = _crc_value(crc)
+        if data is None:
+            crc = 0
+            zeros = bytes(min(size, 1 << 20))
+            for start in range(0, size, len(zeros) or 1):
+                self._file.write(zeros[:size - start])
+        elif not config.compute_crc32:
+            crc = 0  # as torch with set_crc32_options(False): the field is left 0
+            self._file.write(data)
+        else:
+            crc = _crc_job(data) if crc is None else crc
+            self._file.write(data)
+            crc = _crc_value(crc)
         self._offset += size
         self._write(struct.pack("<4sIQQ" if zip64 else "<4sIII", b"PK\x07\x08", crc, size, size))
         self._members.append((name_bytes, crc, size, header_offset))
@@ -373,9 +419,15 @@ def _write_archive(obj, file, protocol, force_zip64=False, byteorder_record=True
     writer.add("archive/.storage_alignment", str(_STORAGE_ALIGNMENT).encode())
     if byteorder_record:
         writer.add("archive/byteorder", sys.byteorder.encode())
-    crcs = [_crc_job(record.data) for record in storages.records]  # all started at once
-    for record, crc in zip(storages.records, crcs):
-        writer.add(f"archive/data/{record.key}", record.data, crc)
+    if _skip_data_state.active:
+        # skip_data: each record keeps its place and size, but holds zeros (CRC 0), as torch's.
+        for record in storages.records:
+            writer.add(f"archive/data/{record.key}", record.data.nbytes)
+    else:
+        crcs = ([_crc_job(record.data) for record in storages.records]  # all started at once
+                if config.compute_crc32 else [0] * len(storages.records))
+        for record, crc in zip(storages.records, crcs):
+            writer.add(f"archive/data/{record.key}", record.data, crc)
     writer.add("archive/version", _FILE_FORMAT_VERSION)
     writer.close()
 
@@ -814,11 +866,36 @@ class _Archive:
         self._pending_crcs = []
         self._mmap = None
         if mmap_path is not None:
-            with open(mmap_path, "rb") as f:
-                self._mmap = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
-        byteorder = self._members.get(self.prefix + "byteorder")
-        self._swap = (byteorder is not None
-                      and self.read_record("byteorder").decode() != sys.byteorder)
+            # MAP_SHARED (set_default_mmap_options) writes changes to the tensors back to the
+            # file; the default, MAP_PRIVATE, keeps them in the process (copy-on-write).
+            shared = _MAP_SHARED is not None and config.mmap_flags == _MAP_SHARED
+            with open(mmap_path, "r+b" if shared else "rb") as f:
+                self._mmap = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_WRITE if shared
+                                        else _mmap.ACCESS_COPY)
+        self._swap = self._file_byteorder() not in (None, sys.byteorder)
+
+    def _file_byteorder(self):
+        """The byte order of the storages, as torch decides it: the byteorder record, else the
+        default load endianness (None or LITTLE: little; BIG: big; NATIVE: this machine's)."""
+        if self.prefix + "byteorder" in self._members:
+            byteorder = self.read_record("byteorder")
+            if byteorder not in (b"little", b"big"):
+                raise ValueError("Unknown endianness type: " + byteorder.decode())
+            return byteorder.decode()
+        endianness = config.endianness
+        if endianness is None or endianness == LoadEndianness.LITTLE:
+            if endianness is None and sys.byteorder == "big":
+                warnings.warn("The default load endianness for checkpoints without a byteorder "
+                              "mark on big endian machines was changed from 'native' to "
+                              "'little' endian, to avoid this behavior please use "
+                              "ember.serialization.set_default_load_endianness to set the "
+                              "desired default load endianness", UserWarning)
+            return "little"
+        if endianness == LoadEndianness.BIG:
+            return "big"
+        if endianness == LoadEndianness.NATIVE:
+            return None
+        raise ValueError("Invalid load endianness type")
 
     def _member(self, record):
         info = self._members.get(self.prefix + record)
@@ -828,6 +905,12 @@ class _Archive:
 
     def read_record(self, record):
         info = self._member(record)
+        if info.CRC == 0 and info.compress_type == zipfile.ZIP_STORED and info.file_size:
+            # Written without its CRC-32 (torch's set_crc32_options(False)): zipfile would
+            # reject it, so the bytes are read directly, as torch reads them.
+            buffer = bytearray(info.file_size)
+            self._read_into(buffer, self._data_offset(info), info)
+            return bytes(buffer)
         try:
             return self._zip.read(info)
         except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
@@ -852,6 +935,8 @@ class _Archive:
         if info.file_size < nbytes:
             raise _corrupt(self.name, f"record {info.filename} holds {info.file_size} bytes, "
                                       f"but its storage needs {nbytes}")
+        if _skip_data_state.active:
+            return np.empty(numel, dtype.np)  # skip_data: storages are made, not filled
         if info.compress_type != zipfile.ZIP_STORED:
             array = np.frombuffer(bytearray(self.read_record(f"data/{key}")[:nbytes]), dtype.np)
         else:
@@ -875,7 +960,7 @@ class _Archive:
             if not n:
                 raise _corrupt(self.name, f"record {info.filename} is cut off")
             done += n
-        if info.file_size != len(view) or not config.check_crc32:
+        if info.file_size != len(view) or not config.check_crc32 or info.CRC == 0:
             return  # (a storage record longer than its storage: only a prefix is read)
         # Large records are checked while the next ones are read; ``finish`` waits for them.
         self._pending_crcs.append((_crc_job(view), info))
@@ -915,7 +1000,7 @@ def _restorer(map_location):
         else:
             raise ValueError(f"map_location should be a string, an ember.device, a dict or a "
                              f"callable, got {type(map_location).__name__}")
-        return storage.to(target)
+        return default_restore_location(storage, str(target))
     return restore
 
 
@@ -1034,3 +1119,256 @@ def _load_safetensors(path, map_location):
                            "not supported. Use a device string or ember.device instead.")
     from .utils.safetensors import load_file
     return load_file(path, device=str(map_location) if map_location is not None else "cpu")
+
+
+# =============================================================================================
+# torch.serialization's settings and helpers
+# =============================================================================================
+
+class SourceChangeWarning(Warning):
+    """Warned by torch when a pickled module's source changed since it was saved (Ember does
+    not pickle module source, so it never warns this itself; the class is here for code that
+    filters or raises it)."""
+
+
+class LoadEndianness(enum.Enum):
+    """The byte order ``load`` assumes for a checkpoint without a byteorder record."""
+    NATIVE = 1
+    LITTLE = 2
+    BIG = 3
+
+
+def get_default_load_endianness():
+    """The byte order assumed for checkpoints without a byteorder record (None: little)."""
+    return config.endianness
+
+
+def set_default_load_endianness(endianness):
+    """Set the byte order ``load`` assumes for checkpoints without a byteorder record: a
+    ``LoadEndianness``, or None for torch's default (little-endian)."""
+    if not isinstance(endianness, LoadEndianness) and endianness is not None:
+        raise TypeError("Invalid argument type in function set_default_load_endianness")
+    config.endianness = endianness
+
+
+def get_crc32_options():
+    """Whether ``save`` computes each record's CRC-32."""
+    return config.compute_crc32
+
+
+def set_crc32_options(compute_crc32):
+    """Whether ``save`` computes each record's CRC-32 (True by default). Without it the CRC
+    fields are 0, as torch writes them, which saves time on large checkpoints; ``load`` reads
+    such records unchecked."""
+    config.compute_crc32 = compute_crc32
+
+
+_MAP_PRIVATE = getattr(_mmap, "MAP_PRIVATE", None)
+_MAP_SHARED = getattr(_mmap, "MAP_SHARED", None)
+
+
+def get_default_mmap_options():
+    """The ``mmap`` flags ``load(mmap=True)`` uses (``mmap.MAP_PRIVATE`` by default)."""
+    return config.mmap_flags
+
+
+class set_default_mmap_options:
+    """Set the flags of ``load(mmap=True)``'s mapping: ``mmap.MAP_PRIVATE`` (the default:
+    changes to the loaded tensors stay in the process) or ``mmap.MAP_SHARED`` (they are written
+    to the file, whose records then no longer match their CRC-32s: a later load without
+    ``mmap`` raises unless ``config.check_crc32`` is False). Takes effect at once; used as a
+    context manager, the previous flags come back at the end of the block."""
+
+    def __init__(self, flags):
+        if sys.platform == "win32":
+            raise RuntimeError("Changing the default mmap options is currently not supported "
+                               "for Windows")
+        if flags != _MAP_PRIVATE and flags != _MAP_SHARED:
+            raise ValueError("Invalid argument in function set_default_mmap_options, expected "
+                             f"mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got {flags}")
+        self.prev = config.mmap_flags
+        config.mmap_flags = flags
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        config.mmap_flags = self.prev
+
+
+def _device_tag(obj):
+    """The location of a storage (or tensor) on any of Ember's devices: "cpu", "cuda:0"..."""
+    dev = getattr(obj, "device", None)
+    return _location(dev) if isinstance(dev, _device) else None
+
+
+def _device_deserialize(storage, location):
+    """``storage`` moved to ``location`` where that names a device Ember has, else None."""
+    try:
+        dev = _device(location)
+    except (RuntimeError, ValueError, TypeError):
+        return None
+    try:
+        get_backend(dev)
+    except (RuntimeError, ValueError, KeyError):
+        if dev.type != "cuda":  # the CUDA check in _Storage.to says why it is missing
+            return None
+    return storage.to(dev)
+
+
+# (priority, tagger, deserializer), tried in priority order, as torch's registry.
+_package_registry = [(10, _device_tag, _device_deserialize)]
+
+
+def register_package(priority, tagger, deserializer):
+    """Register how storages of another kind are tagged when saved and restored when loaded:
+    ``tagger(storage)`` returns a location string or None, ``deserializer(storage, location)``
+    the restored storage or None; lower priorities are tried first (Ember's devices: 10)."""
+    _package_registry.append((priority, tagger, deserializer))
+    _package_registry.sort(key=lambda entry: entry[0])
+
+
+def location_tag(storage):
+    """The location string a storage is saved under, from the first tagger that names one."""
+    for _, tagger, _ in _package_registry:
+        location = tagger(storage)
+        if location:
+            return location
+    from . import typename
+    raise RuntimeError("don't know how to determine data location of " + typename(storage))
+
+
+def default_restore_location(storage, location):
+    """``storage`` restored to ``location`` by the first registered deserializer that can."""
+    for _, _, deserialize in _package_registry:
+        result = deserialize(storage, location)
+        if result is not None:
+            return result
+    from . import typename
+    raise RuntimeError("don't know how to restore data location of " + typename(storage)
+                       + " (tagged with " + location + ")")
+
+
+_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING",
+               "BINSTRING", "STRING"}
+
+
+def _globals_in_pickle(data):
+    """Every ``module.name`` global the pickle ``data`` refers to, read from its opcodes
+    (nothing is unpickled): GLOBAL's argument, and STACK_GLOBAL's two strings, followed
+    through the memo."""
+    import pickletools
+    found, memo, strings = set(), {}, []
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            name = opcode.name
+            if name == "GLOBAL":
+                module, _, qualname = arg.partition(" ")
+                found.add(f"{module}.{qualname}")
+            elif name in _STRING_OPS:
+                strings.append(arg)
+            elif name == "MEMOIZE":
+                memo[len(memo)] = strings[-1] if strings else None
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = strings[-1] if strings else None
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                strings.append(memo.get(arg))
+            elif name == "STACK_GLOBAL":
+                if len(strings) >= 2 and None not in strings[-2:]:
+                    found.add(f"{strings[-2]}.{strings[-1]}")
+            if name not in _STRING_OPS and name not in ("GET", "BINGET", "LONG_BINGET",
+                                                         "MEMOIZE", "PUT", "BINPUT",
+                                                         "LONG_BINPUT"):
+                strings.clear()  # only strings pushed right before STACK_GLOBAL name it
+    except ValueError as exc:
+        raise pickle.UnpicklingError(f"the pickle in the checkpoint is malformed: {exc}") from None
+    return found
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals in checkpoint ``f`` that ``load(weights_only=True)`` would refuse: those
+    neither in Ember's allowlist nor added by ``add_safe_globals``. The pickle is scanned, not
+    run, so this is safe on any file."""
+    with _open_for_reading(f) as (file, name):
+        start = file.tell()
+        head = file.read(4)
+        file.seek(start)
+        if head[:2] != b"PK":
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        try:
+            zip_file = zipfile.ZipFile(file)
+        except zipfile.BadZipFile:
+            raise ValueError("Expected input to be a checkpoint returned by torch.save") from None
+        with zip_file:
+            names = zip_file.namelist()
+            if any(n.endswith("constants.pkl") for n in names):
+                raise ValueError("Expected input to be a checkpoint returned by torch.save but "
+                                 "got a torchscript checkpoint")
+        archive = _Archive(file, name)
+        try:
+            data = archive.read_record("data.pkl")
+        finally:
+            archive.close()
+    safe = set(_known_names()) | set(_SAFE_GLOBALS)
+    return list(_globals_in_pickle(data) - safe)
+
+
+class _SkipDataState(threading.local):
+    active = False
+
+
+_skip_data_state = _SkipDataState()
+
+
+class skip_data:
+    """Within this block ``save`` writes every storage record at its full size but without its
+    bytes (zeros, CRC 0), as torch does, to be filled in a separate pass; ``load`` builds the
+    tensors with their storages but does not read them (their values are undefined).
+    ``materialize_fake_tensors`` is torch's switch for its FakeTensors, which Ember does not
+    have: only False is accepted."""
+
+    def __init__(self, materialize_fake_tensors=False):
+        if materialize_fake_tensors:
+            raise NotImplementedError("skip_data(materialize_fake_tensors=True): Ember has no "
+                                      "fake tensors to materialize")
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self):
+        self._old_active = _skip_data_state.active
+        _skip_data_state.active = True
+
+    def __exit__(self, type, value, traceback):
+        _skip_data_state.active = self._old_active
+
+
+@contextlib.contextmanager
+def mkdtemp():
+    """A new temporary directory for the block; removed with its contents afterwards."""
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def check_module_version_greater_or_equal(module, req_version_tuple, error_if_malformed=True):
+    """Whether ``module.__version__`` is at least ``req_version_tuple`` (compared field by
+    field, each field cast to the type of the required one). A version that cannot be compared
+    raises RuntimeError, or with ``error_if_malformed=False`` warns and counts as met."""
+    try:
+        version_strs = module.__version__.split(".")
+        module_version = tuple(type(required)(version_strs[i])
+                               for i, required in enumerate(req_version_tuple))
+        requirement_is_met = module_version >= req_version_tuple
+    except Exception as exc:
+        message = (f"'{module.__name__}' module version string is malformed "
+                   f"'{module.__version__}' and cannot be compared with tuple "
+                   f"{str(req_version_tuple)}")
+        if error_if_malformed:
+            raise RuntimeError(message) from exc
+        warnings.warn(message + ", but continuing assuming that requirement is met",
+                      stacklevel=2)
+        requirement_is_met = True
+    return requirement_is_met
