@@ -30,7 +30,9 @@ from . import backends  # noqa: F401
 from . import utils  # noqa: F401
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 
-__version__ = "0.1.0"
+# A str that also compares as a version (ember.__version__ >= "0.1"), as torch.__version__.
+from .torch_version import __version__  # noqa: E402
+from . import version  # noqa: E402,F401
 
 import builtins as _builtins
 
@@ -67,9 +69,136 @@ def numel(input):
 
 
 def is_nonzero(input):
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return _builtins.bool(input.item())
+    return input.is_nonzero()
+
+
+def typename(obj):
+    """A string naming ``obj``'s type: a tensor's legacy type (``"ember.FloatTensor"``), else
+    ``module.qualname`` of the object (or of its class), without ``builtins.``."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"
+
+
+def get_num_interop_threads():
+    """The size of Ember's pool of threads that work beside the calling thread: the one that
+    checks checkpoints' CRC-32s while their bytes are read or written. Ops themselves run one
+    after another in the calling thread (their inner parallelism is BLAS's: get_num_threads)."""
+    from . import serialization
+    return serialization._interop_threads()
+
+
+def set_num_interop_threads(int):
+    """Set the size of the inter-op pool (see get_num_interop_threads). As in torch, only
+    before that pool has started work: afterwards it raises RuntimeError."""
+    from . import serialization
+    serialization._set_interop_threads(int)
+
+
+def init_num_threads():
+    """Make the calling thread use the configured thread counts. Ember's thread settings (the
+    BLAS pools' limit, the inter-op pool) are process-wide, so a new thread already has them:
+    there is nothing per-thread to initialise, and this returns None as torch's does."""
+
+
+def set_flush_denormal(mode):
+    """Whether flushing denormal floats to zero could be set: always False in Ember. The switch
+    is a CPU control register (x86 MXCSR's FTZ/DAZ bits) that NumPy offers no way to set, so
+    denormals keep IEEE semantics; torch also returns False where it cannot set it."""
+    return False
+
+
+def is_distributed(input):
+    """False: no Ember tensor is a distributed tensor (torch also answers False for every
+    tensor it makes)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return False
+
+
+_warned_default_tensor_type = False
+
+
+def set_default_tensor_type(t):
+    """Deprecated, as in torch: sets the default dtype from a floating-point legacy tensor
+    type (``ember.DoubleTensor`` or its name, ``"torch.DoubleTensor"``); a CUDA type
+    (``"torch.cuda.FloatTensor"``) also makes CUDA the default device."""
+    global _warned_default_tensor_type
+    if not _warned_default_tensor_type:  # once per process, as torch's TORCH_WARN_ONCE
+        import warnings
+        warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
+                      "use torch.set_default_dtype() and torch.set_default_device() as "
+                      "alternatives.", UserWarning, stacklevel=2)
+        _warned_default_tensor_type = True
+    from .ops.creation import _DTYPE_BY_TENSOR_TYPE, LegacyTensorType
+    on_cuda = False
+    if isinstance(t, str):
+        module, _, name = t.rpartition(".")
+        if module not in ("torch", "ember", "torch.cuda", "ember.cuda"):
+            raise TypeError(f"invalid type: '{t}'")
+        if name not in _DTYPE_BY_TENSOR_TYPE:
+            raise AttributeError(f"module '{module}' has no attribute '{name}'")
+        new_dtype, on_cuda = _DTYPE_BY_TENSOR_TYPE[name], module.endswith("cuda")
+    elif isinstance(t, LegacyTensorType):
+        new_dtype = t.dtype
+    else:
+        raise TypeError(f"invalid type: '{t!r}'")
+    if not new_dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(new_dtype)
+    if on_cuda:
+        set_default_device("cuda")
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the first ``size`` nonzero elements of ``input``, as ``nonzero``'s
+    ``(size, input.dim())`` int64 rows, padded with ``fill_value`` rows where there are fewer:
+    a result whose shape does not depend on the values."""
+    return input.nonzero_static(size=size, fill_value=fill_value)
+
+
+def get_device_module(device=None):
+    """The module of a device type: ``ember.cpu`` for "cpu", ``ember.cuda`` for "cuda" (a
+    device, a device string, or None for the current accelerator, else the CPU)."""
+    import importlib
+    if isinstance(device, str):
+        name = device.partition(":")[0]
+    elif device is None:
+        from . import accelerator
+        current = accelerator.current_accelerator()
+        name = current.type if current is not None else "cpu"
+    elif isinstance(device, _device_cls_for_module):
+        name = device.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect ember.device, str, or "
+                           "None")
+    module = None
+    if name.isidentifier():
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ImportError:
+            pass
+    if module is None or not hasattr(module, "is_available"):  # ember.nn is no device module
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered "
+                           f"as 'ember.{name}'.")
+    return module
+
+
+_device_cls_for_module = device
+
+
+from .ops.embedding_bag import embedding_bag  # noqa: E402
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
@@ -117,7 +246,7 @@ for _name in ("abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsi
               "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_",
               "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
               "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_",
-              "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_"):
+              "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "resize_as_"):
     if _name not in globals() and hasattr(Tensor, _name):
         globals()[_name] = getattr(Tensor, _name)
 del _name
@@ -140,7 +269,8 @@ del _namespace
 # multiprocessing's machinery, SciPy) is paid for by a script that never touches it.
 # Add a namespace here by its module name under ``ember``.
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
-                              "accelerator", "sparse", "random", "functional"})
+                              "accelerator", "sparse", "random", "functional", "testing",
+                              "cpu", "types"})
 
 
 def __getattr__(name):

@@ -208,6 +208,163 @@ class Tensor:
             expected *= size
         return True
 
+    @property
+    def is_nested(self):
+        """False: Ember has no nested (jagged) tensors."""
+        return False
+
+    @property
+    def is_mkldnn(self):
+        """False: Ember has no MKL-DNN layout."""
+        return False
+
+    def is_nonzero(self):
+        """Whether this one-element tensor's value is nonzero."""
+        if self.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def is_set_to(self, tensor):
+        """Whether ``tensor`` is this tensor's exact alias: the same memory, storage offset,
+        sizes and strides (a view with another geometry is not)."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not "
+                            f"{type(tensor).__name__}")
+        mine = self._base if self._base is not None else self
+        theirs = tensor._base if tensor._base is not None else tensor
+        return (mine is theirs and self._dtype is tensor._dtype
+                and self.storage_offset() == tensor.storage_offset()
+                and self._data.shape == tensor._data.shape and self.stride() == tensor.stride())
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from outermost to innermost in memory (largest stride first): ``(0, 1, 2,
+        3)`` for a contiguous NCHW tensor, ``(0, 2, 3, 1)`` for channels_last. With
+        ``ambiguity_check`` (True, or a list of memory formats) a tensor whose order is not
+        unique (equal strides, size-1 dims), and that is not contiguous in exactly one of the
+        given formats, raises RuntimeError."""
+        if self.is_sparse:
+            raise AttributeError(f"Can't get dim order on sparse type: {self.type()} Use "
+                                 "Tensor.to_dense() to convert to a dense tensor first.")
+        if not isinstance(ambiguity_check, bool):
+            if not isinstance(ambiguity_check, list) or not all(
+                    isinstance(f, _mf.memory_format) for f in ambiguity_check):
+                raise TypeError("The ambiguity_check argument must be a bool or a list of "
+                                "memory formats.")
+        sizes, strides = self._data.shape, self.stride()
+        formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+        check = ambiguity_check if isinstance(ambiguity_check, bool) else True
+        ambiguous = (any(a == b for a, b in zip(strides, strides[1:]))
+                     or any(n == 1 for n in sizes))
+        not_one_format = sum(self.is_contiguous(memory_format=f) for f in formats) != 1
+        if check and ambiguous and not_one_format:
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
+                               "exact one of the given memory formats.")
+
+        ndim = len(sizes)
+        if ndim <= 1:
+            return tuple(range(ndim))
+        contiguous = self.is_contiguous()
+        channels_last = ndim == 4 and self.is_contiguous(memory_format=_mf.channels_last)
+        if contiguous and not channels_last:
+            return tuple(range(ndim))
+        if channels_last and not contiguous:
+            return (0, *range(2, ndim), 1)
+
+        def at_least(a, b):
+            return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+        def should_swap(a, b):
+            # torch's order: by stride, equal strides by size; zero strides (broadcast) do not
+            # order two dims
+            if strides[a] == 0 or strides[b] == 0:
+                return 0
+            if strides[a] == strides[b]:
+                return 0 if at_least(sizes[b], sizes[a]) else 1
+            if at_least(strides[b], strides[a]):
+                return -1
+            return 1 if at_least(strides[a], strides[b]) else 0
+
+        perm = list(reversed(range(ndim)))  # innermost first; an insertion sort over the dims
+        for i in range(1, ndim):
+            j = i
+            for k in reversed(range(i)):
+                order = should_swap(perm[k], perm[j])
+                if order > 0:
+                    perm[k], perm[j] = perm[j], perm[k]
+                    j = k
+                elif order < 0:
+                    break
+        if ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1
+                                   for i in range(ndim - 1)):
+            raise RuntimeError("The tensor does not have unique dim order.")
+        return tuple(reversed(perm))
+
+    def nonzero_static(self, *, size, fill_value=-1):
+        """See ``ember.nonzero_static``."""
+        import operator
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"nonzero_static(): argument 'size' must be int, not "
+                            f"{type(size).__name__}")
+        if isinstance(fill_value, bool) or not isinstance(fill_value, int):
+            raise TypeError(f"nonzero_static(): argument 'fill_value' must be int, not "
+                            f"{type(fill_value).__name__}")
+        if size < 0:
+            raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+        xp = self._backend.xp
+        coords = xp.argwhere(self._data)
+        out = xp.full((operator.index(size), self._data.ndim), fill_value, dtype=xp.int64)
+        n = min(size, coords.shape[0])
+        out[:n] = coords[:n]
+        return _wrap(out, dt.int64, self)
+
+    def module_load(self, other, assign=False):
+        """What ``Module.load_state_dict`` puts in place of this parameter or buffer: ``other``
+        detached (``assign=True``), else this tensor with ``other``'s values copied in."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
+    def apply_(self, callable):
+        """Replace each element ``x`` by ``callable(x)`` (a Python function called once per
+        element, with a Python number, as torch does): CPU only, and slow by nature."""
+        return self._map_python("apply_", callable, ())
+
+    def map_(self, tensor, callable):
+        """``self[i] = callable(self[i], tensor[i])``, ``tensor`` broadcast to this shape."""
+        return self._map_python("map_", callable, (tensor,))
+
+    def map2_(self, x, y, callable):
+        """``self[i] = callable(self[i], x[i], y[i])``, ``x`` and ``y`` broadcast to this
+        shape."""
+        return self._map_python("map2_", callable, (x, y))
+
+    def _map_python(self, name, fn, others):
+        names = ("other",) if name == "map_" else ("x", "y")
+        for position, (arg, other) in enumerate(zip(names, others), start=1):
+            if not isinstance(other, Tensor):
+                raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be "
+                                f"Tensor, not {type(other).__name__}")
+        if self._device.type != "cpu" or any(o._device.type != "cpu" for o in others):
+            raise TypeError(f"{name} is only implemented on CPU tensors")
+        if self._requires_grad or any(o._requires_grad for o in others):
+            raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                               f"var.detach().{name}() instead.")
+        for arg, other in zip(names, others):
+            if other._dtype is not self._dtype:
+                raise TypeError(f"{name}: expected {self.type()} for '{arg}' (got "
+                                f"{other.type()})")
+        from .ops.inplace import check_inplace
+        check_inplace(self)
+        convert = _python_converter(self._dtype)
+        columns = [self._data.ravel().tolist()]
+        columns += [o.expand_as(self)._data.ravel().tolist() for o in others]
+        values = [convert(fn(*items)) for items in zip(*columns)]
+        self._data[...] = np.asarray(values, dtype=self._dtype.np).reshape(self._data.shape)
+        self._bump_version()
+        return self
+
     def _is_view(self):
         return self._base is not None
 
@@ -598,6 +755,28 @@ def _wrap(data, dtype, like):
     t._requires_grad = False
     t.grad_fn = None
     return t
+
+
+def _python_converter(dtype):
+    """Checks and converts a Python callable's result to ``dtype``'s Python type, with the
+    errors torch raises (a str where a number is needed, an int out of range)."""
+    import math
+    import operator
+    if dtype is dt.bool:
+        return bool
+    if dtype.is_complex:
+        return complex
+    if dtype.is_floating_point:
+        return lambda v: math.ldexp(v, 0)  # float(v), but TypeError for non-numbers as torch
+    info = np.iinfo(dtype.np)
+
+    def to_int(v):
+        v = int(v) if isinstance(v, float) else operator.index(v)
+        if not info.min <= v <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
+                               "overflow")
+        return v
+    return to_int
 
 
 class Size(tuple):

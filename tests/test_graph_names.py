@@ -104,8 +104,6 @@ def test_name_and_repr_print_as_torch():
     assert results[1] == results[0] == ("MseLossBackward0", "<MseLossBackward0 object at ADDR>")
 
 
-@pytest.mark.xfail(strict=True, reason="AccumulateGrad.name() lives in ember/autograd/graph.py, "
-                                       "outside this change")
 def test_accumulate_grad_name_prints_as_torch():
     names = []
     for lib in (torch, ember):
@@ -123,17 +121,13 @@ def _names(reason, *names):
 # Cases whose torch graph is an artefact of torch's own C++ decomposition: Ember computes the
 # same values and gradients through a different, honest set of nodes.
 EXCEPTIONS = {
-    **_names("torch's C++ composite applies numbers through the Scalar overloads (MulBackward1, "
-             "DivBackward1, AddBackward1, SubBackward0 for `1 - x`, at::norm's NormBackward1); "
-             "Ember's composite is written as Python code is and records the Tensor overloads",
-             "cross_entropy_label_smoothing", "cross_entropy_probabilities", "rms_norm",
-             "RMSNorm", "margin_ranking_loss", "MarginRankingLoss", "triplet_margin_loss",
-             "TripletMarginLoss", "triplet_margin_with_distance_loss",
-             "TripletMarginWithDistanceLoss", "pairwise_distance", "PairwiseDistance",
-             "cosine_embedding_loss", "CosineEmbeddingLoss", "hinge_embedding_loss",
-             "HingeEmbeddingLoss", "trapezoid", "trapezoid_x", "trapz", "cumulative_trapezoid",
-             "cumulative_trapezoid_x", "gradient", "gradient_spacing", "gradient_spacings",
-             "gradient_coordinates_order2", "ndtr", "cosine_similarity", "CosineSimilarity"),
+    **_names("torch's C++ composite divides twice where Ember divides once (gradient's "
+             "(b - a) / 2 / h, DivBackward1 twice), computes ndtr as (1 + erf(x / sqrt 2)) / 2 "
+             "where Ember has one SpecialNdtrBackward0 kernel, and cosine_similarity clamps "
+             "its norms in place (CloneBackward0) without expanding: mirroring these changes "
+             "values or the kernel, not only names",
+             "gradient", "gradient_spacing", "gradient_spacings", "gradient_coordinates_order2",
+             "ndtr", "cosine_similarity", "CosineSimilarity"),
     **_names("torch's C++ indexing records one select/slice/unsqueeze/alias node per index; "
              "Ember takes a basic index as one strided view with one node",
              "slice", "slice_neg", "slice_out_of_range", "getitem", "getitem_neg_int",
@@ -153,14 +147,13 @@ EXCEPTIONS = {
     **_names("torch's C++ linear-algebra front ends decompose (transposes for left=False or "
              "upper, alias views of outputs, mm chains, composite logdet/cov/corrcoef, "
              "matrix_norm through vector norms)",
-             "linalg.solve", "linalg.solve_triangular", "linalg.cholesky", "cholesky_solve",
-             "linalg.qr", "qr", "linalg.qr_gradgrad", "linalg.svd", "linalg.svd_gradgrad",
+             "linalg.solve", "linalg.solve_triangular", "linalg.qr", "qr", "linalg.qr_gradgrad", "linalg.svd", "linalg.svd_gradgrad",
              "linalg.eigh", "linalg.lstsq", "lu_unpack", "linalg.lu_solve", "lu_solve",
              "Tensor.lu_solve", "linalg.matrix_power", "matrix_power", "linalg.multi_dot",
              "chain_matmul", "linalg.vecdot", "linalg.matrix_norm", "linalg.norm", "logdet",
              "Tensor.logdet", "cov", "cov_correction0", "cov_weights", "corrcoef"),
     **_names("torch's C++ composite: matmul folds batches into mm with view/unsqueeze/squeeze_ "
-             "nodes, einsum and tensordot permute around bmm, and kron, outer, cartesian_prod, "
+             "nodes, einsum permutes around bmm, and kron, outer, cartesian_prod, "
              "combinations, meshgrid, row_stack, dsplit, ravel, repeat_interleave and quantile "
              "are chains of their own choosing; Ember's ops reach the same kernels in fewer "
              "nodes",
@@ -168,8 +161,7 @@ EXCEPTIONS = {
              "einsum_batch", "einsum_trace", "einsum_diagonal", "einsum_outer",
              "einsum_ellipsis", "einsum_ellipsis_summed", "einsum_implicit",
              "einsum_implicit_case", "einsum_sum", "einsum_broadcast", "einsum_three",
-             "einsum_three_shared", "einsum_list_operands", "tensordot_int", "tensordot_pairs",
-             "kron", "kron_method_mixed", "cartesian_prod", "combinations", "meshgrid_ij",
+             "einsum_three_shared", "einsum_list_operands", "kron", "kron_method_mixed", "cartesian_prod", "combinations", "meshgrid_ij",
              "meshgrid_xy", "row_stack", "dsplit", "dsplit_indices", "ravel", "ravel_method",
              "repeat_interleave", "repeat_interleave_dim", "quantile_linear", "quantile_lower",
              "quantile_higher", "quantile_midpoint", "quantile_nearest",
@@ -189,28 +181,7 @@ EXCEPTIONS = {
 
 # Mismatches not fixed yet: ops PyTorch gives their own node that Ember still composes, or
 # composites Ember could mirror node for node. Strict xfails, so a fix shows up as XPASS.
-NOT_YET_MATCHED = {
-    **_names("PyTorch's own node, composed in Ember",
-             "diag_2d", "diag_2d_offset", "diag_2d_neg_offset", "take_along_dim_flat",
-             "polygamma_inplace", "mvlgamma", "mvlgamma_method", "multigammaln",
-             "mvlgamma_inplace", "vdot", "cdist", "pdist", "ldexp", "block_diag",
-             "block_diag_mixed_dtypes", "triangular_solve",
-             "Tensor.triangular_solve", "cholesky", "Tensor.cholesky", "cholesky_inverse",
-             "Tensor.cholesky_inverse", "addr", "addr_default", "addr_beta0_nan", "addr_", "dist",
-             "dist_p", "dist_p1", "dist_inf", "renorm", "renorm_dim1_p1", "renorm_",
-             "index_reduce_prod", "index_reduce_prod_exclude_self", "index_reduce_mean",
-             "index_reduce_mean_exclude_self", "index_reduce_amax",
-             "index_reduce_amax_exclude_self", "index_reduce_amin",
-             "index_reduce_amin_exclude_self", "index_reduce_dim1", "index_reduce_", "orgqr",
-             "orgqr_zero_tau", "ormqr_left", "ormqr_left_t", "ormqr_right", "ormqr_right_t",
-             "conv_tbc", "bilinear", "Bilinear", "embedding_bag", "EmbeddingBag", "affine_grid",
-             "grid_sample", "multilabel_margin_loss", "MultiLabelMarginLoss", "ctc_loss",
-             "CTCLoss"),
-    **_names("PyTorch composes these in Python or C++ from ops Ember has; not mirrored "
-             "yet (the recurrent cells are in nn/modules/rnn.py, outside this change)",
-             "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
-             "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer"),
-}
+NOT_YET_MATCHED = {}
 
 
 def test_exception_lists_are_disjoint():
@@ -339,6 +310,8 @@ FUNCTIONAL = [
          randn(5)),
     Case("bilinear", lambda lib, a, b, w, bias: F(lib).bilinear(a, b, w, bias), randn(3, 2),
          randn(3, 4), randn(5, 2, 4), randn(5)),
+    Case("bilinear_3d_nobias", lambda lib, a, b, w: F(lib).bilinear(a, b, w), randn(2, 3, 2),
+         randn(2, 3, 4), randn(5, 2, 4)),
     # convolutions
     Case("conv1d", lambda lib, x, w, b: F(lib).conv1d(x, w, b, padding=1), randn(2, 3, 7),
          randn(4, 3, 3), randn(4)),
@@ -358,6 +331,8 @@ FUNCTIONAL = [
          randn(1, 2, 3, 3, 3), randn(2, 2, 2, 2, 2)),
     Case("conv_tbc", lambda lib, x, w, b: F(lib).conv_tbc(x, w, b, 1), randn(5, 2, 3),
          randn(3, 3, 4), randn(4)),
+    Case("conv_tbc_input_only", lambda lib, x, w, b: F(lib).conv_tbc(x, w, b), randn(5, 2, 3),
+         randn(3, 3, 4), randn(4), grad_of=(0,)),
     Case("unfold", lambda lib, x: F(lib).unfold(x, 2), randn(1, 2, 4, 4)),
     Case("fold", lambda lib, x: F(lib).fold(x, (3, 3), 2), randn(1, 8, 4)),
     # pooling
@@ -421,6 +396,11 @@ FUNCTIONAL = [
          labels(5, 2, 3), randn(5, 4)),
     Case("embedding_bag", lambda lib, i, w: F(lib).embedding_bag(i, w, mode="mean"),
          labels(5, 2, 3), randn(5, 4)),
+    Case("embedding_bag_max", lambda lib, i, w: F(lib).embedding_bag(i, w, mode="max"),
+         labels(5, 2, 3), randn(5, 4)),
+    Case("embedding_bag_per_sample_weights", lambda lib, i, w, o, p: F(lib).embedding_bag(
+        i, w, o, mode="sum", per_sample_weights=p), labels(5, 6), randn(5, 4),
+        np.array([0, 2, 2]), rand(6)),
     Case("one_hot_float", lambda lib, i: F(lib).one_hot(i, 4).float(), labels(4, 3)),
     # distances and shapes
     Case("cosine_similarity", lambda lib, a, b: F(lib).cosine_similarity(a, b), randn(3, 4),
@@ -449,6 +429,12 @@ FUNCTIONAL = [
          randn(1, 2, 3)),
     Case("grid_sample", lambda lib, x, g: F(lib).grid_sample(x, g, align_corners=False),
          randn(1, 2, 3, 4), _rng.uniform(-1, 1, (1, 2, 3, 2))),
+    Case("grid_sample_3d_nearest", lambda lib, x, g: F(lib).grid_sample(
+        x, g, mode="nearest", align_corners=True), randn(1, 2, 3, 3, 3),
+        _rng.uniform(-1, 1, (1, 2, 2, 2, 3))),
+    Case("affine_grid_3d", lambda lib, t: F(lib).affine_grid(t, (1, 1, 2, 3, 4),
+                                                             align_corners=True),
+         randn(1, 3, 4)),
     # attention
     Case("scaled_dot_product_attention", lambda lib, q, k, v:
          F(lib).scaled_dot_product_attention(q, k, v), randn(2, 3, 4), randn(2, 5, 4),
@@ -522,8 +508,12 @@ FUNCTIONAL = [
          signs(3, 4)),
     Case("multilabel_soft_margin_loss", lambda lib, a, y: F(lib).multilabel_soft_margin_loss(
         a, y), randn(3, 4), labels(2, 3, 4)),
-    Case("multilabel_margin_loss", lambda lib, a, y: F(lib).multilabel_margin_loss(a, y),
-         randn(3, 4), np.array([[3, 0, -1, 1], [0, 1, 2, 3], [1, -1, 0, 0]])),
+    *_with_reductions("multilabel_margin_loss", lambda lib, a, y, **kw:
+                      F(lib).multilabel_margin_loss(a, y, **kw), randn(3, 4),
+                      np.array([[3, 0, -1, 1], [0, 1, 2, 3], [1, -1, 0, 0]])),
+    Case("multilabel_margin_loss_1d", lambda lib, a, y: F(lib).multilabel_margin_loss(a, y),
+         randn(4), np.array([2, 0, -1, 1])),
+    Case("pdist_p1", lambda lib, a: F(lib).pdist(a, 1), randn(4, 3)),
     Case("multi_margin_loss", lambda lib, a, y: F(lib).multi_margin_loss(a, y), randn(3, 4),
          labels(4, 3)),
     Case("triplet_margin_loss", lambda lib, a, p, n: F(lib).triplet_margin_loss(a, p, n),
@@ -533,6 +523,14 @@ FUNCTIONAL = [
          randn(3, 4)),
     Case("ctc_loss", lambda lib, lp, t: F(lib).ctc_loss(
         lp.log_softmax(2), t, [6, 5], [3, 2]), randn(6, 2, 4), labels(3, 2, 3) + 1),
+    *[Case(f"ctc_loss_{r}", lambda lib, lp, t, r=r: F(lib).ctc_loss(
+        lp.log_softmax(2), t, [6, 5], [3, 2], reduction=r), randn(6, 2, 4), labels(3, 2, 3) + 1)
+      for r in ("sum", "none")],
+    Case("ctc_loss_zero_infinity", lambda lib, lp, t: F(lib).ctc_loss(
+        lp.log_softmax(2), t, [6, 2], [3, 3], zero_infinity=True), randn(6, 2, 4),
+        np.array([[1, 2, 1], [1, 1, 1]])),
+    Case("ctc_loss_unbatched", lambda lib, lp, t: F(lib).ctc_loss(
+        lp.log_softmax(1), t, [6], [3], reduction="none"), randn(6, 4), np.array([1, 2, 3])),
 ]
 
 
@@ -614,6 +612,16 @@ def _run_module(case):
             out = case.call(module, *tensors)
         results.append((out, tensors + list(module.parameters())))
     return results
+
+
+def _causal_mask(like, n):
+    lib = torch if isinstance(like, torch.Tensor) else ember
+    return lib.nn.Transformer.generate_square_subsequent_mask(n, dtype=like.dtype)
+
+
+def _padding_mask(like, rows):
+    lib = torch if isinstance(like, torch.Tensor) else ember
+    return lib.tensor(rows)
 
 
 def _pool_then_unpool(unpool, x, dims):
@@ -766,11 +774,48 @@ LAYERS = [
     ModuleCase("RNNCell", lambda nn: nn.RNNCell(3, 4), randn(2, 3)),
     ModuleCase("LSTMCell", lambda nn: nn.LSTMCell(3, 4), randn(2, 3)),
     ModuleCase("GRUCell", lambda nn: nn.GRUCell(3, 4), randn(2, 3)),
+    ModuleCase("RNNCell_relu_hidden", lambda nn: nn.RNNCell(3, 4, nonlinearity="relu"),
+               randn(2, 3), randn(2, 4)),
+    ModuleCase("RNNCell_no_bias_unbatched", lambda nn: nn.RNNCell(3, 4, bias=False), randn(3),
+               randn(4)),
+    ModuleCase("LSTMCell_state", lambda nn: nn.LSTMCell(3, 4), randn(2, 3), randn(2, 4),
+               randn(2, 4), call=lambda m, x, h, c: m(x, (h, c))),
+    ModuleCase("LSTMCell_unbatched", lambda nn: nn.LSTMCell(3, 4), randn(3)),
+    ModuleCase("GRUCell_hidden", lambda nn: nn.GRUCell(3, 4), randn(2, 3), randn(2, 4)),
+    ModuleCase("GRUCell_unbatched_hidden", lambda nn: nn.GRUCell(3, 4), randn(3), randn(4)),
     # attention and transformers
     ModuleCase("MultiheadAttention", lambda nn: nn.MultiheadAttention(4, 2), randn(3, 2, 4),
                randn(3, 2, 4), randn(3, 2, 4)),
+    ModuleCase("MultiheadAttention_eval", lambda nn: nn.MultiheadAttention(4, 2).eval(),
+               randn(3, 2, 4), randn(3, 2, 4), randn(3, 2, 4)),
+    ModuleCase("MultiheadAttention_self", lambda nn: nn.MultiheadAttention(4, 2), randn(3, 2, 4),
+               call=lambda m, x: m(x, x, x)),
+    ModuleCase("MultiheadAttention_self_no_weights", lambda nn: nn.MultiheadAttention(4, 2),
+               randn(3, 2, 4), call=lambda m, x: m(x, x, x, need_weights=False)),
+    ModuleCase("MultiheadAttention_key_is_value", lambda nn: nn.MultiheadAttention(4, 2),
+               randn(3, 2, 4), randn(5, 2, 4), call=lambda m, q, kv: m(q, kv, kv)),
+    ModuleCase("MultiheadAttention_masks", lambda nn: nn.MultiheadAttention(4, 2),
+               randn(3, 2, 4), randn(3, 2, 4), randn(3, 2, 4), call=lambda m, q, k, v: m(
+                   q, k, v, attn_mask=_causal_mask(q, 3),
+                   key_padding_mask=_padding_mask(q, [[False, False, True], [False] * 3]))),
+    ModuleCase("MultiheadAttention_batch_first_unaveraged", lambda nn: nn.MultiheadAttention(
+        4, 2, batch_first=True), randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 4),
+        call=lambda m, q, k, v: m(q, k, v, average_attn_weights=False)),
+    ModuleCase("MultiheadAttention_bias_kv_zero_attn", lambda nn: nn.MultiheadAttention(
+        4, 2, add_bias_kv=True, add_zero_attn=True), randn(3, 2, 4), randn(3, 2, 4),
+        randn(3, 2, 4)),
+    ModuleCase("MultiheadAttention_kdim_vdim", lambda nn: nn.MultiheadAttention(
+        4, 2, kdim=3, vdim=5), randn(3, 2, 4), randn(6, 2, 3), randn(6, 2, 5)),
     ModuleCase("TransformerEncoderLayer", lambda nn: nn.TransformerEncoderLayer(
         4, 2, 8, dropout=0.0), randn(3, 2, 4)),
+    ModuleCase("TransformerEncoderLayer_eval", lambda nn: nn.TransformerEncoderLayer(
+        4, 2, 8).eval(), randn(3, 2, 4)),
+    ModuleCase("TransformerEncoderLayer_norm_first_gelu_mask", lambda nn:
+               nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, norm_first=True,
+                                          activation="gelu", batch_first=True),
+               randn(2, 3, 4), call=lambda m, x: m(x, src_mask=_causal_mask(x, 3))),
+    ModuleCase("TransformerDecoderLayer_eval", lambda nn: nn.TransformerDecoderLayer(
+        4, 2, 8).eval(), randn(3, 2, 4), randn(5, 2, 4)),
     ModuleCase("TransformerDecoderLayer", lambda nn: nn.TransformerDecoderLayer(
         4, 2, 8, dropout=0.0), randn(3, 2, 4), randn(3, 2, 4)),
     ModuleCase("TransformerEncoder", lambda nn: nn.TransformerEncoder(

@@ -240,6 +240,10 @@ class AccumulateGrad(Node):
         self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retained = None
         self._trace = None
 
+    def name(self):
+        # PyTorch names this node by its C++ class, unlike the generated backward nodes.
+        return "torch::autograd::AccumulateGrad"
+
     def accumulate(self, grad, create_graph):
         var = self.variable
         # References to a gradient nothing else holds: the engine's local, this argument and
@@ -260,6 +264,9 @@ class AccumulateGrad(Node):
                 var.grad = grad.detach()
             else:
                 var.grad = grad.detach().clone()
+        elif grad._layout is not var.grad._layout and var.grad.is_sparse:
+            # a dense gradient joining a sparse .grad replaces it by the dense sum, as PyTorch's
+            var.grad = (grad + var.grad).detach()
         elif var.grad.requires_grad:
             var.grad = (var.grad + grad).detach()
         else:

@@ -9,6 +9,7 @@ import functools
 import sys
 
 from .. import _dtype as dt
+from .. import _layout as _layouts
 from .._tensor import Tensor, _wrap, _wrap_with, _new, _default_device
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
@@ -48,7 +49,7 @@ def record_multi(node_cls, inputs, outs, save=(), **attrs):
     node = _new(node_cls)
     init_node(node, inputs)
     node.__dict__.update(attrs)
-    node._saved = tuple(SavedTensor(t) for t in save)
+    node._saved = tuple(SavedTensor(t) if t is not None else None for t in save)
     node.num_outputs = len(outs)
     for i, out in enumerate(outs):
         out.grad_fn = node
@@ -210,8 +211,8 @@ def reuse_temporary(t, other, ufunc_name):
             or not _called_by_operator_syntax(sys._getframe(2))):
         return None
     if isinstance(other, Tensor):
-        if other._requires_grad and _state.enabled:
-            return None
+        if (other._requires_grad and _state.enabled) or other._layout is not _layouts.strided:
+            return None  # a sparse operand goes to its own op (ember/ops/sparse.py)
         shape = other._data.shape
         if shape != data.shape and (other._data.size != 1 or len(shape) > data.ndim):
             return None
@@ -343,3 +344,54 @@ def keep_or_zero(xp, keep, values):
     bits = xp.ascontiguousarray(values).view(int_type)
     return xp.bitwise_and(bits, mask, out=mask).view(values.dtype)
 
+
+
+class CompositeBackward(Node):
+    """The node of an op PyTorch runs as one kernel with its own backward (``DistBackward0``,
+    ``CdistBackward0``…) and Ember computes as a composition of its own ops. A subclass carries
+    PyTorch's name; ``record_composite`` runs the composition on detached copies of the inputs
+    and keeps that inner graph, so the gradient is the composition's, exactly, at no more cost
+    than recording the composition itself. Under ``create_graph`` the composition is evaluated
+    again on the saved inputs, so higher-order gradients flow through it."""
+    __slots__ = ()
+
+    def release(self):
+        super().release()
+        self.__dict__.pop("inner", None)
+
+    def backward(self, *grads):
+        from ..autograd import grad as autograd_grad
+        inputs = self.saved_tensors  # version-checked
+        wanted = [i for i, edge in enumerate(self._edges) if edge is not None]
+        if _state.enabled:
+            outs, targets = self.composition(*inputs), inputs
+        else:
+            outs, targets = self.inner
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        result = [None] * len(inputs)
+        if pairs:
+            found = autograd_grad([o for o, _ in pairs], [targets[i] for i in wanted],
+                                  [g for _, g in pairs], retain_graph=True,
+                                  create_graph=_state.enabled, allow_unused=True)
+            for i, g in zip(wanted, found):
+                result[i] = g
+        return tuple(result) if len(result) > 1 else result[0]
+
+
+def record_composite(node_cls, inputs, composition):
+    """``composition(*inputs)`` (a tensor or a tuple of them), recorded as one ``node_cls``
+    node over ``inputs`` (tensors, or None where PyTorch's node has an input with no edge)."""
+    if not needs_grad(*inputs):
+        return composition(*inputs)
+    leaves = tuple(t.detach().requires_grad_() if t is not None and t._requires_grad else t
+                   for t in inputs)
+    inner = composition(*leaves)
+    outs = inner if isinstance(inner, tuple) else (inner,)
+    results = tuple(o.detach() for o in outs)
+    if len(results) == 1:
+        record(node_cls, inputs, results[0], save=inputs, composition=composition)
+    else:
+        record_multi(node_cls, inputs, results, save=inputs, composition=composition)
+    results[0].grad_fn.inner = (inner, leaves)
+    return results if isinstance(inner, tuple) else results[0]

@@ -971,7 +971,16 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_:g} > to={to:g}")
     rng = numpy_generator(generator)
-    return _fill_random(self, rng.random(self._data.shape) * (to - from_) + from_)
+    u = rng.random(self._data.shape)
+    digits = _MANTISSA_DIGITS.get(self._dtype)
+    if digits is not None:
+        # As torch: u keeps only the dtype's mantissa digits, so rounding the result to the
+        # dtype cannot reach ``to`` (a float16/bfloat16 draw could otherwise round up onto it).
+        u = np.floor(u * 2.0 ** digits) / 2.0 ** digits
+    return _fill_random(self, u * (to - from_) + from_)
+
+
+_MANTISSA_DIGITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24}
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):

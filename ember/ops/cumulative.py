@@ -12,6 +12,8 @@ import operator
 import numpy as np
 
 from .. import _dtype as dt
+from ._dispatch import CompositeBackward, record_composite
+from .elementwise import mul_scalar, div_scalar
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch)
 from .reduce import return_types
@@ -221,9 +223,9 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         return y.new_zeros(y.shape[:d] + y.shape[d + 1:])
     _check_trapezoid_args(y, x, "trapezoid")
     if x is not None:
-        return (_pair_sums(y, d) * _trapezoid_dx(x, y, d, "trapezoid")).sum(d) / 2.0
+        return div_scalar((_pair_sums(y, d) * _trapezoid_dx(x, y, d, "trapezoid")).sum(d), 2.0)
     ends = y.select(d, 0) + y.select(d, -1)
-    return (y.sum(d) - ends * 0.5) * (1 if dx is None else dx)
+    return mul_scalar(y.sum(d) - mul_scalar(ends, 0.5), 1 if dx is None else dx)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -240,8 +242,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     _check_trapezoid_args(y, x, "cumulative_trapezoid")
     if x is not None:
         dx_t = _trapezoid_dx(x, y, d, "cumulative_trapezoid")
-        return (_pair_sums(y, d) * dx_t).cumsum(d) / 2.0
-    return ((1 if dx is None else dx) / 2.0 * _pair_sums(y, d)).cumsum(d)
+        return div_scalar((_pair_sums(y, d) * dx_t).cumsum(d), 2.0)
+    return mul_scalar(_pair_sums(y, d), (1 if dx is None else dx) / 2.0).cumsum(d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,14 +453,30 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if use_mm is None:
         use_mm = rows1 > 25 or rows2 > 25
     batch = tuple(np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
-    x1 = x1.expand(batch + tuple(x1.shape[-2:]))
-    x2 = x2.expand(batch + tuple(x2.shape[-2:]))
     empty = 0 in (rows1, rows2, x1.shape[-1])
     if p == 2 and use_mm and not empty:
-        return _euclidean_by_matmul(x1, x2)
+        if x1.ndim == x2.ndim == 2:  # PyTorch's EuclideanDistBackward0 under a view
+            return record_composite(EuclideanDistBackward0, (x1, x2),
+                                    _euclidean_by_matmul).view(rows1, rows2)
+        return _euclidean_by_matmul(x1.expand(batch + tuple(x1.shape[-2:])),
+                                    x2.expand(batch + tuple(x2.shape[-2:])))
     if x1._dtype in (dt.float16, dt.bfloat16) and not empty:
         # PyTorch's direct kernel has no half-precision loops (the matrix-product path has).
         raise NotImplementedError(f"\"cdist\" not implemented for '{dtype_name(x1._dtype)}'")
+    return record_composite(CdistBackward0, (x1, x2), lambda x1, x2: _distances(x1, x2, p, batch))
+
+
+class CdistBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class EuclideanDistBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def _distances(x1, x2, p, batch):
+    x1 = x1.expand(batch + tuple(x1.shape[-2:]))
+    x2 = x2.expand(batch + tuple(x2.shape[-2:]))
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if p == 0:
         counts = (differences != 0).sum(-1).to(x1._dtype)

@@ -21,7 +21,7 @@ conjugate transposes), and ``linalg.eig``/``eigvals`` are not provided. float16/
 refused with PyTorch's CPU errors, except where PyTorch's CPU kernels accept them
 (``matrix_exp``, ``matrix_power``, ``cross``, ``multi_dot``, ``vecdot``, the fro/1/inf norms).
 """
-import collections
+import functools
 import math
 import operator
 import warnings
@@ -30,6 +30,9 @@ import numpy as np  # constants (finfo, Padé coefficients) only; array maths go
 
 from .linalg import _broadcast_batch as _matmul_batch
 from .. import _dtype as dt
+from .. import return_types
+from ..autograd import grad_mode
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, device_mismatch,
                         dtype_name, wrap_dim, wrap_dim_no_scalar)
 from .linalg import matmul
@@ -38,7 +41,8 @@ from .reduce import norm as _p_norm, _quiet
 
 __all__ = ["inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve",
            "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp",
-           "triangular_solve", "cross", "chain_matmul", "lu", "lu_unpack", "lu_solve"]
+           "triangular_solve", "cross", "chain_matmul", "lu", "lu_unpack", "lu_solve",
+           "norm_except_dim"]
 
 METHODS = ["inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve",
            "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp",
@@ -64,35 +68,76 @@ class LinAlgError(RuntimeError):
 # Named results, like torch.return_types.linalg_*
 # ---------------------------------------------------------------------------------------------
 
-def _named_result(name, fields):
-    cls = collections.namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
-        return f"ember.return_types.{name}(\n{body})"
-    cls.__repr__ = __repr__
-    cls.__module__ = __name__
-    return cls
+def _from_fields(result_cls):
+    """Builds ``result_cls`` from its fields given one by one (the class itself takes one
+    sequence, as torch's does)."""
+    return lambda *fields: result_cls(fields)
 
 
-_slogdet_result = _named_result("linalg_slogdet", ["sign", "logabsdet"])
-_torch_slogdet_result = _named_result("slogdet", ["sign", "logabsdet"])
-_qr_result = _named_result("linalg_qr", ["Q", "R"])
-_torch_qr_result = _named_result("qr", ["Q", "R"])
-_svd_result = _named_result("linalg_svd", ["U", "S", "Vh"])
-_torch_svd_result = _named_result("svd", ["U", "S", "V"])
-_eigh_result = _named_result("linalg_eigh", ["eigenvalues", "eigenvectors"])
-_eig_result = _named_result("linalg_eig", ["eigenvalues", "eigenvectors"])
-_lstsq_result = _named_result("linalg_lstsq", ["solution", "residuals", "rank",
-                                               "singular_values"])
-_inv_ex_result = _named_result("linalg_inv_ex", ["inverse", "info"])
-_solve_ex_result = _named_result("linalg_solve_ex", ["result", "info"])
-_cholesky_ex_result = _named_result("linalg_cholesky_ex", ["L", "info"])
-_triangular_solve_result = _named_result("triangular_solve", ["solution", "cloned_coefficient"])
-_lu_factor_result = _named_result("linalg_lu_factor", ["LU", "pivots"])
-_lu_factor_ex_result = _named_result("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-_lu_result = _named_result("linalg_lu", ["P", "L", "U"])
-_lu_unpack_result = _named_result("lu_unpack", ["P", "L", "U"])
+def _fills_named_out(out_cls):
+    """``out=`` for an op with a named result, as torch's: ``out`` is a tuple of tensors, one
+    per field, each of the field's dtype (resized to its shape, with torch's warning when it
+    held elements), and the op returns them as ``out_cls`` (``return_types.<name>_out``)."""
+    def decorate(fn):
+        name = out_cls.__name__[:-len("_out")]
+
+        @functools.wraps(fn)
+        def op(*args, out=None, **kwargs):
+            if out is None:
+                return fn(*args, **kwargs)
+            if not isinstance(out, (tuple, list)):
+                raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                                f"{type(out).__name__}")
+            if len(out) != len(out_cls._fields):
+                raise TypeError(f"expected tuple of {len(out_cls._fields)} elements but got "
+                                f"{len(out)}")
+            tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+            if grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors):
+                raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                                   "automatic differentiation, but one of the arguments "
+                                   "requires grad.")
+            result = fn(*args, **kwargs)
+            for field, target in zip(result, out):
+                if target.dtype is not field.dtype:
+                    raise RuntimeError(f"Expected out tensor to have dtype "
+                                       f"{dtype_name(field.dtype).lower()}, but got "
+                                       f"{dtype_name(target.dtype).lower()} instead")
+            written = []
+            for field, target in zip(result, out):
+                if target.shape != field.shape:
+                    if target.numel():
+                        warnings.warn(
+                            f"An output with one or more elements was resized since it had "
+                            f"shape {list(target.shape)}, which does not match the required "
+                            f"output shape {list(field.shape)}. This behavior is deprecated, "
+                            "and in a future PyTorch release outputs will not be resized unless "
+                            "they have zero elements. You can explicitly reuse an out tensor t "
+                            "by resizing it, inplace, to zero elements with t.resize_(0).",
+                            UserWarning, stacklevel=2)
+                    target.resize_(0)
+                written.append(_finish_out(field, target))
+            return out_cls(written)
+        return op
+    return decorate
+
+
+_slogdet_result = _from_fields(return_types.linalg_slogdet)
+_torch_slogdet_result = _from_fields(return_types.slogdet)
+_qr_result = _from_fields(return_types.linalg_qr)
+_torch_qr_result = _from_fields(return_types.qr)
+_svd_result = _from_fields(return_types.linalg_svd)
+_torch_svd_result = _from_fields(return_types.svd)
+_eigh_result = _from_fields(return_types.linalg_eigh)
+_eig_result = _from_fields(return_types.linalg_eig)
+_lstsq_result = _from_fields(return_types.linalg_lstsq)
+_inv_ex_result = _from_fields(return_types.linalg_inv_ex)
+_solve_ex_result = _from_fields(return_types.linalg_solve_ex)
+_cholesky_ex_result = _from_fields(return_types.linalg_cholesky_ex)
+_triangular_solve_result = _from_fields(return_types.triangular_solve)
+_lu_factor_result = _from_fields(return_types.linalg_lu_factor)
+_lu_factor_ex_result = _from_fields(return_types.linalg_lu_factor_ex)
+_lu_result = _from_fields(return_types.linalg_lu)
+_lu_unpack_result = _from_fields(return_types.lu_unpack)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,6 +324,7 @@ def inv(A, *, out=None):
     return _finish_out(_inv(A, True)[0], out)
 
 
+@_fills_named_out(return_types.linalg_inv_ex_out)
 def inv_ex(A, *, check_errors=False, out=None):
     _check_matrix(A, "linalg.inv", low="message")
     res, info = _inv(A, check_errors, "linalg.inv_ex")
@@ -351,6 +397,7 @@ def _slogdet(A, result_cls, name):
     return result_cls(*outs)
 
 
+@_fills_named_out(return_types.linalg_slogdet_out)
 def _linalg_slogdet(A, *, out=None):
     return _slogdet(A, _slogdet_result, "linalg.slogdet")
 
@@ -450,6 +497,7 @@ def solve(A, B, *, left=True, out=None):
     return _finish_out(_solve(A, B, left, True)[0], out)
 
 
+@_fills_named_out(return_types.linalg_solve_ex_out)
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     res, info = _solve(A, B, left, check_errors)
     batch = res._data.shape[:-1] if _solve_is_vector(A, B) else res._data.shape[:-2]
@@ -537,6 +585,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _finish_out(res, out)
 
 
+@_fills_named_out(return_types.triangular_solve_out)
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """The deprecated ``torch.triangular_solve(b, A)``: solves op(A) X = b, op = transpose when
     asked, and returns a copy of A along."""
@@ -545,10 +594,17 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False,
         raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
                            f"{A._data.shape[-2]} by {A._data.shape[-1]} but each b matrix is "
                            f"{input._data.shape[-2]} by {input._data.shape[-1]}")
-    coefficient = A.mT if transpose else A
-    X = solve_triangular(coefficient, input, upper=upper != bool(transpose),
-                         unitriangular=unitriangular)
-    return _triangular_solve_result(X, A.clone())
+    def composition(input, A):
+        coefficient = A.mT if transpose else A
+        X = solve_triangular(coefficient, input, upper=upper != bool(transpose),
+                             unitriangular=unitriangular)
+        return X, A.clone()
+    return _triangular_solve_result(*record_composite(TriangularSolveBackward0, (input, A),
+                                                      composition))
+
+
+class TriangularSolveBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,6 +617,8 @@ class LinalgCholeskyExBackward0(Node):
 
     def backward(self, grad, *_):
         (L,) = self.saved_tensors
+        if self.__dict__.get("upper"):  # the node saved U = L^T and receives U's gradient
+            L, grad = L.mT, grad.mT
         phi = matmul(L.mT, grad.tril()).tril()
         phi = phi - 0.5 * phi.diagonal(0, -2, -1).diag_embed()
         left = solve_triangular(L.mT, phi, upper=True)
@@ -582,16 +640,19 @@ def _cholesky(A, upper, check_errors, name="linalg.cholesky"):
             raise LinAlgError(f"{name}: {_batch_prefix(index, a.shape[:-2])}The factorization "
                               "could not be completed because the input is not positive-definite "
                               f"(the leading minor of order {order} is not positive-definite).")
+    if upper:  # PyTorch's kernel writes U itself: one node, no transpose node after it
+        data = xp.ascontiguousarray(xp.swapaxes(data, -1, -2))
     res = _wrap(xp.asarray(data, dtype=A._dtype.np), A._dtype, A)
     if needs_grad(A):
-        record(LinalgCholeskyExBackward0, (A,), res, save_out=True)
-    return (res.mT if upper else res), info
+        record(LinalgCholeskyExBackward0, (A,), res, save_out=True, upper=upper)
+    return res, info
 
 
 def _linalg_cholesky(A, *, upper=False, out=None):
     return _finish_out(_cholesky(A, upper, True)[0], out)
 
 
+@_fills_named_out(return_types.linalg_cholesky_ex_out)
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     res, info = _cholesky(A, upper, check_errors, "linalg.cholesky_ex")
     return _with_info(_cholesky_ex_result, res, info, A)
@@ -601,7 +662,17 @@ def cholesky(input, upper=False, *, out=None):
     if input._dtype._kind < 2:  # the deprecated op has no integer kernel (linalg's checks dtype)
         raise NotImplementedError(f"\"cholesky_cpu\" not implemented for "
                                   f"'{dtype_name(input._dtype)}'")
-    return _finish_out(_cholesky(input, upper, True, name="cholesky")[0], out)
+    res = record_composite(CholeskyBackward0, (input,),
+                           lambda A: _cholesky(A, upper, True, name="cholesky")[0])
+    return _finish_out(res, out)
+
+
+class CholeskyBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class CholeskyInverseBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 class CholeskySolveBackward0(Node):
@@ -666,7 +737,8 @@ def cholesky_inverse(input, upper=False, *, out=None):
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
                            f"are {m} by {n} matrices")
     eye = _eye(L, n).expand(L._data.shape)
-    return _finish_out(cholesky_solve(eye, L, upper), out)
+    res = record_composite(CholeskyInverseBackward0, (L,), lambda L: cholesky_solve(eye, L, upper))
+    return _finish_out(res, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -813,6 +885,7 @@ def _lu_factor(A, pivot, name):
     return (LU, _wrap(pivots, dt.int32, A), _wrap(info, dt.int32, A))
 
 
+@_fills_named_out(return_types.linalg_lu_factor_ex_out)
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     LU, pivots, info = _lu_factor(A, pivot, "ember.lu_factor")
     if check_errors and bool((info._data != 0).any()):
@@ -829,6 +902,7 @@ def _raise_lu_singular(info, name):
                        "linalg.lu_factor_ex(A, pivot)")
 
 
+@_fills_named_out(return_types.linalg_lu_factor_out)
 def lu_factor(A, *, pivot=True, out=None):
     LU, pivots, info = _lu_factor(A, pivot, "ember.lu_factor")
     if bool((info._data != 0).any()):
@@ -836,6 +910,7 @@ def lu_factor(A, *, pivot=True, out=None):
     return _lu_factor_result(LU, pivots)
 
 
+@_fills_named_out(return_types.linalg_lu_out)
 def _linalg_lu(A, *, pivot=True, out=None):
     _check_lu_input(A, "linalg.lu", pivot)
     xp = A._backend.xp
@@ -852,6 +927,7 @@ def _linalg_lu(A, *, pivot=True, out=None):
     return _lu_result(*outs)
 
 
+@_fills_named_out(return_types.lu_unpack_out)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """P, L, U from a packed factorisation; L and U are differentiable functions of LU_data."""
     if LU_data._data.ndim < 2:
@@ -1007,10 +1083,12 @@ def _qr(A, mode, result_cls):
     return result_cls(*outs)
 
 
+@_fills_named_out(return_types.linalg_qr_out)
 def _linalg_qr(A, mode="reduced", *, out=None):
     return _qr(A, mode, _qr_result)
 
 
+@_fills_named_out(return_types.qr_out)
 def qr(input, some=True, *, out=None):
     return _qr(input, "reduced" if some else "complete", _torch_qr_result)
 
@@ -1086,10 +1164,12 @@ def _svd(A, full_matrices, name="linalg.svd"):
     return outs
 
 
+@_fills_named_out(return_types.linalg_svd_out)
 def _linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     return _svd_result(*_svd(A, full_matrices))
 
 
+@_fills_named_out(return_types.svd_out)
 def svd(input, some=True, compute_uv=True, *, out=None):
     """``torch.svd``: returns V (not Vh); with ``compute_uv=False``, U and V are zero-filled
     full-size matrices and only S is differentiable."""
@@ -1170,6 +1250,7 @@ def _eigh(A, UPLO, name="linalg.eigh"):
     return outs
 
 
+@_fills_named_out(return_types.linalg_eigh_out)
 def eigh(A, UPLO="L", *, out=None):
     return _eigh_result(*_eigh(A, UPLO))
 
@@ -1229,6 +1310,7 @@ def _eig(A, name, vectors):
     return outs
 
 
+@_fills_named_out(return_types.linalg_eig_out)
 def eig(A, *, out=None):
     return _eig_result(*_eig(A, "linalg.eig", True))
 
@@ -1714,6 +1796,15 @@ def _check_norm_dtype(A, dtype, name):
                            f"convertible without narrowing to the specified dtype "
                            f"({dtype_name(dtype)})")
     return A.to(dtype)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of ``v`` over every dim but ``dim``, kept with size 1 (``dim=-1``: the
+    norm of all of ``v``, as a 0-d tensor): weight normalisation's norm."""
+    if dim == -1:
+        return vector_norm(v, pow)
+    others = tuple(d for d in range(v.dim()) if d != dim)
+    return vector_norm(v, pow, dim=others, keepdim=True)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):

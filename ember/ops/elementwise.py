@@ -10,6 +10,7 @@ backend call: NumPy 2 treats it as weakly typed, as PyTorch treats a "wrapped nu
 import math
 
 from .. import _dtype as dt
+from .._layout import strided as _STRIDED
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
@@ -86,7 +87,15 @@ def _check_alpha(alpha, rt):
                            "point number.")
 
 
+def _sparse_operand(input, other):
+    return (getattr(input, "_layout", _STRIDED) is not _STRIDED
+            or getattr(other, "_layout", _STRIDED) is not _STRIDED)
+
+
 def add(input, other, *, alpha=1, out=None):
+    if _sparse_operand(input, other):
+        from .sparse import add_function
+        return add_function(input, other, alpha, out)
     like, a, b, rt = _operands(input, other)
     if alpha != 1:
         _check_alpha(alpha, rt)
@@ -117,6 +126,9 @@ def sub(input, other, *, alpha=1, out=None):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
+    if _sparse_operand(input, other):
+        from .sparse import add_function
+        return add_function(input, other, alpha, out, name="sub")
     like, a, b, rt = _operands(input, other)
     if alpha != 1:
         _check_alpha(alpha, rt)
@@ -157,6 +169,73 @@ def rsub(input, other, *, alpha=1):
     return res
 
 
+# The Scalar overloads (add.Scalar, mul.Scalar, div.Scalar): PyTorch's C++ composites apply
+# a number through these, and their nodes have one edge. Ember's composites that mirror one
+# call them; Python's ``x + 1`` stays the Tensor overload, as in PyTorch.
+class AddBackward1(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad
+
+
+class SubBackward1(AddBackward1):  # d(input - number) = d(input + number)
+    __slots__ = ()
+
+
+class MulBackward1(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad * _conj_number(self.other)
+
+
+class DivBackward1(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad / _conj_number(self.other)
+
+
+def _conj_number(value):
+    return value.conjugate() if isinstance(value, complex) else value
+
+
+def _scalar_overload(node_cls, op, input, other):
+    with no_grad():
+        res = op(input, other)
+    if needs_grad(input):
+        record(node_cls, (input,), res, other=other)
+    return res
+
+
+def add_scalar(input, other):
+    """``input + other`` for a number ``other``, recorded as PyTorch's ``add.Scalar``."""
+    return _scalar_overload(AddBackward1, add, input, other)
+
+
+def sub_scalar(input, other):
+    """``input - other`` for a number ``other``, recorded as PyTorch's ``sub.Scalar``."""
+    return _scalar_overload(SubBackward1, sub, input, other)
+
+
+def number_minus(number, input):
+    """``number - input`` as PyTorch's C++ writes it (``empty_like(input).fill_(number)
+    .sub_(input)``): a ``SubBackward0`` whose first edge is the filled tensor's, none."""
+    from .creation import full_like
+    return full_like(input, number) - input
+
+
+def mul_scalar(input, other):
+    """``input * other`` for a number ``other``, recorded as PyTorch's ``mul.Scalar``."""
+    return _scalar_overload(MulBackward1, mul, input, other)
+
+
+def div_scalar(input, other):
+    """``input / other`` for a number ``other``, recorded as PyTorch's ``div.Scalar``."""
+    return _scalar_overload(DivBackward1, div, input, other)
+
+
 class MulBackward0(Node):
     __slots__ = ()
 
@@ -170,6 +249,9 @@ class MulBackward0(Node):
 def mul(input, other, *, out=None):
     if not isinstance(input, Tensor):
         input, other = other, input
+    if _sparse_operand(input, other):
+        from .sparse import mul_function
+        return mul_function(input, other, out)
     a, b, rt = binary_operands(input, other)
     res = _wrap(input._backend.xp.multiply(a, b), rt, input)
     if isinstance(other, Tensor):
@@ -755,7 +837,12 @@ def _make_unary(name, fwd, formula, saves, policy):
                     {"__slots__": (), "formula": staticmethod(formula), "saves": saves,
                      "holomorphic": name != "abs"})
 
+    sparse_form = name == "neg"  # the one unary op PyTorch also defines on sparse tensors
+
     def op(input, *, out=None):
+        if sparse_form and input._layout is not _STRIDED:
+            from .sparse import neg as sparse_neg
+            return sparse_neg(input)
         d = input._dtype
         if policy == "float" and d._kind < 2:
             d = dt.get_default_dtype()

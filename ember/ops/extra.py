@@ -15,10 +15,12 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..autograd.grad_mode import no_grad
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, binary_operands, cast, to_float_dtype)
 from .elementwise import NotImplementedBackward, _operands, _opmath, where, float_power
-from .reduce import return_types, _ValuesIndices, amin, amax, PairBackward, record_pair
+from .. import return_types
+from .reduce import amin, amax, PairBackward, record_pair
 from .shape import cat, stack, broadcast_shapes
 from .indexing import _check_index, _coords, _pad_to, _fill_value, index_select
 from .creation import resolve_device, _finish, _to_backend
@@ -41,22 +43,8 @@ INPLACE = ["copysign", "sgn", "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "
 # Named results (torch.return_types.frexp / aminmax)
 # ---------------------------------------------------------------------------------------------
 
-def _named_pair(name, first, second):
-    """A two-field result like ``torch.return_types.<name>``, filed in ``ember.return_types``."""
-    def __repr__(self):
-        return f"ember.return_types.{name}(\n{first}={self[0]!r},\n{second}={self[1]!r})"
-
-    cls = type(name, (_ValuesIndices,), {
-        "__slots__": (), "__repr__": __repr__,
-        first: property(operator.itemgetter(0)), second: property(operator.itemgetter(1))})
-    cls.__module__ = "ember.ops.reduce"
-    cls.__qualname__ = f"return_types.{name}"
-    setattr(return_types, name, cls)
-    return cls
-
-
-_frexp_result = _named_pair("frexp", "mantissa", "exponent")
-_aminmax_result = _named_pair("aminmax", "min", "max")
+_frexp_result = return_types.frexp
+_aminmax_result = return_types.aminmax
 
 
 def _require_tensor(fn_name, arg_name, position, value):
@@ -265,7 +253,12 @@ def ldexp(input, other):
     """``input * 2 ** other``, in the float type of the two (integers become the default float)."""
     _require_tensor("ldexp", "other", 2, other)
     rt = to_float_dtype(dt.result_type(input, other))
-    return input.to(rt) * other.to(rt).exp2()
+    return record_composite(LdexpBackward0, (input, other),
+                            lambda input, other: input.to(rt) * other.to(rt).exp2())
+
+
+class LdexpBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 class FrexpBackward0(Node):
@@ -386,14 +379,22 @@ def block_diag(*tensors):
     for m in matrices[1:]:
         result_dtype = dt.promote_types(result_dtype, m._dtype)
     total_cols = builtins.sum(m.shape[1] for m in matrices)
-    rows, left = [], 0
-    for m in matrices:
-        m = m.to(result_dtype)
-        cols = m.shape[1]
-        pieces = [m.new_zeros((m.shape[0], left)), m, m.new_zeros((m.shape[0], total_cols - left - cols))]
-        rows.append(cat(pieces, 1))
-        left += cols
-    return cat(rows, 0)
+
+    def composition(*tensors):
+        rows, left = [], 0
+        for t in tensors:
+            m = (t.reshape(1, -1) if t.ndim < 2 else t).to(result_dtype)
+            cols = m.shape[1]
+            pieces = [m.new_zeros((m.shape[0], left)), m,
+                      m.new_zeros((m.shape[0], total_cols - left - cols))]
+            rows.append(cat(pieces, 1))
+            left += cols
+        return cat(rows, 0)
+    return record_composite(BlockDiagBackward0, tuple(tensors), composition)
+
+
+class BlockDiagBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def rot90(input, k=1, dims=(0, 1)):

@@ -641,8 +641,8 @@ class MaskedSelectBackward0(Node):
 
 
 def take_along_dim(input, indices, dim=None):
-    if dim is None:
-        return input.reshape(-1).gather(0, indices.reshape(-1))
+    if dim is None:  # PyTorch views (a non-viewable input raises view's error)
+        return input.view(-1).gather(0, indices.view(-1))
     if input._data.ndim != indices._data.ndim:
         raise RuntimeError(f"ember.take_along_dim(): input and indices should have the same number "
                            f"of dimensions, but got {input._data.ndim} dimensions for input, and "

@@ -2,6 +2,7 @@
 exact by multiplying in float32); the composite ones (``tensordot``, ``einsum``) are permutes and
 reshapes around ``matmul``, so their gradients come from it."""
 from .. import _dtype as dt
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name,
                         wrap_dim_no_scalar, checked_int_scalar)
 from .elementwise import _conj
@@ -227,7 +228,15 @@ def dot(input, other, *, out=None):
 
 def vdot(input, other, *, out=None):
     """``dot`` with ``input`` conjugated first."""
-    return dot(_conj(input), other, out=out)
+    res = record_composite(VdotBackward0, (input, other), lambda a, b: dot(_conj(a), b))
+    if out is None:
+        return res
+    from .inplace import copy_into_out
+    return copy_into_out(out, res)
+
+
+class VdotBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def outer(input, vec2):

@@ -8,13 +8,14 @@ import builtins
 import contextlib
 import math
 import operator
-import types
 import warnings
 
 from .. import _dtype as dt
+from .._layout import strided as _STRIDED
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dims,
                         wrap_dim, dtype_name)
 from ..autograd.grad_mode import no_grad
+from .. import return_types
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
@@ -27,37 +28,6 @@ _LOW = (dt.float16, dt.bfloat16)
 # Named results, like torch.return_types
 # ---------------------------------------------------------------------------------------------
 
-class _ValuesIndices(tuple):
-    """A (values, indices) pair that unpacks like a tuple. Built from one sequence, as
-    ``torch.return_types.max((values, indices))`` is."""
-    __slots__ = ()
-
-    def __new__(cls, sequence):
-        values, indices = sequence
-        return tuple.__new__(cls, (values, indices))
-
-    values = property(operator.itemgetter(0))
-    indices = property(operator.itemgetter(1))
-
-    def __repr__(self):
-        return (f"ember.return_types.{type(self).__name__}(\nvalues={self[0]!r},\n"
-                f"indices={self[1]!r})")
-
-    def __reduce__(self):
-        return type(self), (tuple(self),)
-
-
-def _return_type(name):
-    cls = type(name, (_ValuesIndices,), {"__slots__": ()})
-    # Found by pickle through this module's ``return_types`` namespace.
-    cls.__module__ = __name__
-    cls.__qualname__ = f"return_types.{name}"
-    return cls
-
-
-return_types = types.SimpleNamespace(**{
-    n: _return_type(n) for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median",
-                                 "cummax", "cummin")})
 _max_result, _min_result = return_types.max, return_types.min
 _sort_result, _topk_result = return_types.sort, return_types.topk
 
@@ -149,6 +119,9 @@ class SumBackward0(SumBackward1):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
+    if input._layout is not _STRIDED:
+        from .sparse import sum as sparse_sum
+        return sparse_sum(input, dim, keepdim, dtype=dtype)
     axes = _axes(input, dim)
     out_dt = dt.check_dtype(dtype, "sum") or _int_sum_dtype(input._dtype)
     res = _result(input, _compute_data(input, out_dt).sum(axis=axes, keepdims=keepdim), out_dt)

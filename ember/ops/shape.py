@@ -7,6 +7,8 @@ import weakref
 
 from .. import _dtype as dt
 from .. import _memory_format as _mf
+from .._layout import strided as _STRIDED
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
                         wrap_dim_no_scalar, wrap_dims, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state
@@ -310,6 +312,9 @@ class TBackward0(TransposeBackward0):
 
 
 def transpose(input, dim0, dim1, *, _node=TransposeBackward0):
+    if input._layout is not _STRIDED:
+        from .sparse import transpose as sparse_transpose
+        return sparse_transpose(input, dim0, dim1)
     nd = input._data.ndim
     d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     out = make_view(input, input._data.swapaxes(d0, d1), lambda t: t.transpose(d0, d1))
@@ -327,6 +332,9 @@ def swapdims(input, dim0, dim1):
 
 
 def t(input):
+    if input._layout is not _STRIDED:
+        from .sparse import transpose as sparse_transpose
+        return sparse_transpose(input, 0, 1, name="t")
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
@@ -1112,8 +1120,13 @@ def diag(input, diagonal=0):
     if nd == 1:
         return diag_embed(input, diagonal)
     if nd == 2:
-        return input.diagonal(diagonal).clone()
+        return record_composite(DiagonalBackward0_copy, (input,),
+                                lambda input: input.diagonal(diagonal).clone())
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
+
+
+class DiagonalBackward0_copy(CompositeBackward):  # noqa: N801 (PyTorch's diagonal_copy node)
+    __slots__ = ()
 
 
 def diagflat(input, offset=0):

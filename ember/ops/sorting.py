@@ -17,7 +17,8 @@ import numbers
 from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, as_tensor_on, wrap_dim_no_scalar)
-from .reduce import return_types, _return_type, MaxBackward0
+from .reduce import MaxBackward0
+from .. import return_types
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
            "unique_consecutive", "searchsorted", "bucketize", "histc", "histogram", "bincount",
@@ -25,28 +26,6 @@ __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile",
 METHODS = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
            "unique_consecutive", "histc", "histogram", "bincount"]
 INPLACE = []
-
-return_types.nanmedian = _return_type("nanmedian")
-
-
-class _HistogramResult(tuple):  # named "histogram" below, as torch.return_types.histogram
-    """``(hist, bin_edges)``, as ``torch.return_types.histogram``."""
-    __slots__ = ()
-
-    def __new__(cls, sequence):
-        return tuple.__new__(cls, tuple(sequence))
-
-    hist = property(lambda self: self[0])
-    bin_edges = property(lambda self: self[1])
-
-    def __repr__(self):
-        return f"ember.return_types.histogram(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
-
-
-return_types.histogram = _HistogramResult
-_HistogramResult.__module__ = __name__
-_HistogramResult.__name__ = "histogram"
-_HistogramResult.__qualname__ = "return_types.histogram"
 
 
 def _not_implemented(kernel, d):
@@ -719,7 +698,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     if needs_grad(*differentiable):
         for t in result:
             record(_NoDerivative, differentiable, t, op_name="histogram")
-    return _HistogramResult(result)
+    return return_types.histogram(result)
 
 
 def bincount(input, weights=None, minlength=0):

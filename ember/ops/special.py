@@ -34,13 +34,14 @@ import math
 import numpy as np  # constants only (series coefficients); array maths goes through ``xp``
 
 from .. import _dtype as dt
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, binary_operands, as_tensor_on,
                         dtype_name)
 from .elementwise import _maybe_out, _torch_broadcast_errors, where
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "sinc"]
-METHODS = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "sinc"]
-INPLACE = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "sinc"]
+METHODS = ["lgamma", "digamma", "polygamma", "polygamma_", "mvlgamma", "i0", "sinc"]
+INPLACE = ["lgamma", "digamma", "mvlgamma", "i0", "sinc"]
 
 _EULER_GAMMA = 0.57721566490153286061
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -452,13 +453,32 @@ def polygamma(n, input=None, *, out=None):
     # ``Tensor.polygamma(n)`` and ``Tensor.polygamma_(n)`` call this with the tensor first.
     if isinstance(n, Tensor) and not isinstance(input, Tensor):
         n, input = input, n
+    n = _polygamma_order(n)
+    return _unary(input, lambda b, x: _polygamma(b.xp, n, x), PolygammaBackward0, out=out, n=n)
+
+
+def _polygamma_order(n):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
                         f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    n = int(n)
-    return _unary(input, lambda b, x: _polygamma(b.xp, n, x), PolygammaBackward0, out=out, n=n)
+    return int(n)
+
+
+class PolygammaBackward1(PolygammaBackward0):
+    """``Tensor.polygamma_(n)``: PyTorch's in-place overload has its own node (same formula)."""
+    __slots__ = ()
+
+
+def _polygamma_self_first(input, n):
+    n = _polygamma_order(n)
+    return _unary(input, lambda b, x: _polygamma(b.xp, n, x), PolygammaBackward1, n=n)
+
+
+def polygamma_(self, n):
+    from .inplace import inplace
+    return inplace(self, _polygamma_self_first, n)
 
 
 def mvlgamma(input, p):
@@ -474,8 +494,14 @@ def mvlgamma(input, p):
     res_dt = _float_result_dtype(input._dtype)
     x = input if input._dtype is res_dt else input.to(res_dt)
     offsets = _wrap(input._backend.xp.arange(p, dtype=res_dt.np) * -0.5, res_dt, input)
-    total = lgamma(x.unsqueeze(-1) + offsets).sum(-1)
-    return total + p * (p - 1) * 0.25 * _LOG_PI
+
+    def composition(x):
+        return lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) * 0.25 * _LOG_PI
+    return record_composite(MvlgammaBackward0, (x,), composition)
+
+
+class MvlgammaBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def multigammaln(input, p):

@@ -21,6 +21,8 @@ from ..backends import get_backend
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_dims,
                         dtype_name, device_mismatch)
 from .inplace import check_inplace, inplace
+from .. import return_types
+from ._dispatch import CompositeBackward, record_composite
 from ..autograd.grad_mode import no_grad
 from .._tensor import _contiguous_strides
 from ..autograd.grad_mode import _state as _grad_state
@@ -138,8 +140,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
         if rt._kind <= 1 and isinstance(scalar, float):
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
                                "floating point number.")
-    input = input.expand(vec1._data.shape[0], vec2._data.shape[0])
     if builtins.all(t._dtype is dt.bool for t in (input, vec1, vec2)):
+        input = input.expand(vec1._data.shape[0], vec2._data.shape[0])
         # PyTorch's boolean addr: (beta and input) or (alpha and vec1 outer vec2)
         prod = ops.logical_and(vec1.unsqueeze(1), vec2.unsqueeze(0))
         res = ops.logical_or(prod if alpha else ops.zeros_like(prod),
@@ -147,13 +149,19 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     else:
         # the outer product is taken in the result dtype (a uint8 one against a float input
         # does not wrap around)
-        product = ops.outer(vec1.to(rt), vec2.to(rt))
-        if beta == 0:
-            # beta == 0 ignores input entirely (NaN and infinity included), as in PyTorch.
-            res = _scaled(product, alpha) + fill(input, 0)
-        else:
-            res = _scaled(input, beta) + _scaled(product, alpha)
+        def composition(input, vec1, vec2):
+            input = input.expand(vec1._data.shape[0], vec2._data.shape[0])
+            product = ops.outer(vec1.to(rt), vec2.to(rt))
+            if beta == 0:
+                # beta == 0 ignores input entirely (NaN and infinity included), as in PyTorch.
+                return _scaled(product, alpha) + fill(input, 0)
+            return _scaled(input, beta) + _scaled(product, alpha)
+        res = record_composite(AddrBackward0, (input, vec1, vec2), composition)
     return _finish_out(res, out)
+
+
+class AddrBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def _finish_out(res, out):
@@ -564,7 +572,16 @@ def dist(input, other, p=2):
     if diff._dtype._kind < 2:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
                            f"Got {dtype_name(diff._dtype)} instead.")
-    return linalg.vector_norm(diff, p)
+    return record_composite(DistBackward0, (input, other),
+                            lambda a, b: linalg.vector_norm(a - b, p))
+
+
+class DistBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class RenormBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def renorm(input, p, dim, maxnorm):
@@ -582,11 +599,14 @@ def renorm(input, p, dim, maxnorm):
     from .. import linalg
     ops = _ops()
     others = tuple(i for i in range(nd) if i != d)
-    norms = linalg.vector_norm(input, p, dim=others, keepdim=True)
-    # PyTorch scales by maxnorm / (norm + 1e-7) where the norm exceeds maxnorm, and its
-    # gradient flows through the norm as well.
-    factor = ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), ops.ones_like(norms))
-    return input * factor
+
+    def scaled(input):
+        norms = linalg.vector_norm(input, p, dim=others, keepdim=True)
+        # PyTorch scales by maxnorm / (norm + 1e-7) where the norm exceeds maxnorm, and its
+        # gradient flows through the norm as well.
+        factor = ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), ops.ones_like(norms))
+        return input * factor
+    return record_composite(RenormBackward0, (input,), scaled)
 
 
 def trace(input):
@@ -814,19 +834,6 @@ def _gradient_coordinates(f, d, coords, edge_order, part, n):
 # histogramdd
 # ---------------------------------------------------------------------------------------------
 
-class _HistogramDD(tuple):
-    __slots__ = ()
-
-    def __new__(cls, sequence):
-        return tuple.__new__(cls, tuple(sequence))
-
-    hist = property(operator.itemgetter(0))
-    bin_edges = property(operator.itemgetter(1))
-
-    def __repr__(self):
-        return f"ember.return_types.histogramdd(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
-
-
 def histogramdd(input, bins=10, *, range=None, weight=None, density=False, out=None):
     if input._dtype._kind != 2:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
@@ -855,7 +862,7 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False, out=N
     np_dtype = input._dtype.np
     hist_t = _wrap(hist.astype(np_dtype), input._dtype, input)
     edge_ts = tuple(_wrap(xp.asarray(e).astype(np_dtype), input._dtype, input) for e in edges)
-    return _HistogramDD((hist_t, edge_ts))
+    return return_types.histogramdd((hist_t, edge_ts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1046,8 +1053,13 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     wrapped = _wrap(xp.where(wrapped._data < 0, wrapped._data + size, wrapped._data), dt.int64,
                     index)
     scatter_index = wrapped.reshape(shape).expand(source._data.shape)
-    res = _ops().scatter_reduce(input, d, scatter_index, source, reduce, include_self=include_self)
+    res = record_composite(IndexReduceBackward0, (input, source), lambda input, source: _ops(
+        ).scatter_reduce(input, d, scatter_index, source, reduce, include_self=include_self))
     return _finish_out(res, out)
+
+
+class IndexReduceBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1287,19 +1299,6 @@ def resize_as(self, tensor):
 # geqrf, orgqr, ormqr: QR in LAPACK's compact Householder form
 # ---------------------------------------------------------------------------------------------
 
-class _Geqrf(tuple):
-    __slots__ = ()
-
-    def __new__(cls, sequence):
-        return tuple.__new__(cls, tuple(sequence))
-
-    a = property(operator.itemgetter(0))
-    tau = property(operator.itemgetter(1))
-
-    def __repr__(self):
-        return f"ember.return_types.geqrf(\na={self[0]!r},\ntau={self[1]!r})"
-
-
 class GeqrfBackward0(Node):
     __slots__ = ()
 
@@ -1331,11 +1330,11 @@ def geqrf(input, *, out=None):
     if needs_grad(input):
         from ._dispatch import record_multi
         record_multi(GeqrfBackward0, (input,), (a_t, tau_t))
-    res = _Geqrf((a_t, tau_t))
+    res = return_types.geqrf((a_t, tau_t))
     if out is not None:
         _finish_out(a_t, out[0])
         _finish_out(tau_t, out[1])
-        return _Geqrf(out)
+        return return_types.geqrf_out(out)
     return res
 
 
@@ -1405,7 +1404,16 @@ def orgqr(input, tau):
     ops = _ops()
     eye = ops.eye(m, n, dtype=input._dtype, device=input._device)
     eye = eye.expand(input._data.shape[:-2] + (m, n))
-    return _apply_q(input, tau, eye, True, False)
+    return record_composite(LinalgHouseholderProductBackward0, (input, tau),
+                            lambda input, tau: _apply_q(input, tau, eye, True, False))
+
+
+class LinalgHouseholderProductBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class OrmqrBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
@@ -1428,7 +1436,9 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
         raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but "
                            f"input has dtype {dtype_name(input._dtype)} and other has dtype "
                            f"{dtype_name(other._dtype)}")
-    return _finish_out(_apply_q(input, tau, other, left, transpose), out)
+    res = record_composite(OrmqrBackward0, (input, tau, other),
+                           lambda input, tau, other: _apply_q(input, tau, other, left, transpose))
+    return _finish_out(res, out)
 
 
 # ---------------------------------------------------------------------------------------------

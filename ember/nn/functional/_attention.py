@@ -226,7 +226,14 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
         out = _batched_matmul(backend, probs * keep_scaled._data, v)
     else:
         out = _batched_matmul(backend, probs, v)
-    res = _wrap(out.astype(d.np, copy=False), d, query)
+    out = out.astype(d.np, copy=False)
+    if query.ndim == 4 and not query.is_contiguous():
+        # PyTorch's CPU flash kernel writes its output in the query's memory layout (so
+        # multi-head attention's permute back to (L, N, H, head_dim) is free)
+        laid_out = xp.empty_like(query._data, dtype=d.np)
+        laid_out[...] = out
+        out = laid_out
+    res = _wrap(out, d, query)
 
     mask_input = attn_mask if attn_mask is not None and attn_mask._dtype._kind >= 2 else None
     if needs_grad(query, key, value, mask_input):
@@ -317,10 +324,8 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
 
 
 def _project(x, weight, bias):
-    """``linear`` over the rows of ``x``: one 2-D product (NumPy runs a stacked 3-D-by-2-D
-    product matrix by matrix, several times slower)."""
-    rows = linear(x.reshape(-1, x.shape[-1]), weight, bias)
-    return rows.reshape(tuple(x.shape[:-1]) + (rows.shape[-1],))
+    """``linear`` over the rows of ``x`` (which folds them into one 2-D product, as PyTorch)."""
+    return linear(x, weight, bias)
 
 
 def _in_projection_packed(q, k, v, w, b):
@@ -328,13 +333,18 @@ def _in_projection_packed(q, k, v, w, b):
     when key is value (encoder-decoder attention)."""
     embed = q.shape[-1]
     if k is v:
+        # As PyTorch: the packed projection is copied so that q, k and v are each contiguous
+        # (a select of the leading dim), which the head views below then keep.
         if q is k:
             proj = _project(q, w, b)
-            return proj[..., :embed], proj[..., embed:2 * embed], proj[..., 2 * embed:]
+            proj = proj.unflatten(-1, (3, embed)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+            proj = proj.contiguous()
+            return proj[0], proj[1], proj[2]
         w_q, w_kv = w.split([embed, 2 * embed])
         b_q, b_kv = (None, None) if b is None else b.split([embed, 2 * embed])
         kv = _project(k, w_kv, b_kv)
-        return _project(q, w_q, b_q), kv[..., :embed], kv[..., embed:]
+        kv = kv.unflatten(-1, (2, embed)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return _project(q, w_q, b_q), kv[0], kv[1]
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
     return _project(q, w_q, b_q), _project(k, w_k, b_k), _project(v, w_v, b_v)
@@ -448,26 +458,23 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     elif bias_v is not None:
         raise AssertionError("bias_v is set but bias_k is None")
 
-    # Heads split out as (N, H, L, head_dim): every later product is one batched matmul.
-    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    # Heads laid out as PyTorch does, (N * H, L, head_dim) views of the projections, so the
+    # graph has its transpose/view/bmm nodes.
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = _heads(k, static_k, bsz, num_heads, head_dim, "k")
     v = _heads(v, static_v, bsz, num_heads, head_dim, "v")
 
     if add_zero_attn:
-        zeros = k.new_zeros((bsz, num_heads, 1, head_dim))
-        k = ember.cat([k, zeros], 2)
-        v = ember.cat([v, zeros], 2)
+        zeros = k.new_zeros((bsz * num_heads, 1, head_dim))
+        k = ember.cat([k, zeros], 1)
+        v = ember.cat([v, zeros], 1)
         if attn_mask is not None:
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
-    src_len = k.shape[2]
+    src_len = k.shape[1]
 
-    # One additive mask broadcastable to (N, H, L, S).
-    merged = None
-    if attn_mask is not None:
-        merged = attn_mask if attn_mask.shape[0] == 1 else attn_mask.reshape(
-            bsz, num_heads, tgt_len, src_len)
+    # One additive mask broadcastable to (N * H, L, S).
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:
             raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
@@ -475,28 +482,40 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
         if key_padding_mask.shape[1] != src_len:
             raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
                                  f"{key_padding_mask.shape[1]}")
-        padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        merged = padding if merged is None else merged + padding
+        padding = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
+        padding = padding.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = padding if attn_mask is None else attn_mask + padding
 
     if not training:
         dropout_p = 0.0
 
     if need_weights:
-        scores = _bmm(q * math.sqrt(1.0 / head_dim), k.mT)
-        if merged is not None:
-            scores = scores + merged
-        weights = scores.softmax(-1)
+        q_scaled = q * math.sqrt(1.0 / head_dim)
+        if attn_mask is not None:
+            weights = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            weights = ember.bmm(q_scaled, k.transpose(-2, -1))
+        weights = weights.softmax(-1)
         if dropout_p > 0.0:
             weights = ember.nn.functional.dropout(weights, p=dropout_p)
-        out = _bmm(weights, v)
+        out = ember.bmm(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
     else:
-        out = _sdpa(q, k, v, merged, dropout_p, is_causal, None, False, nan_rows)
+        if attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.view(
+                bsz, num_heads, -1, src_len)
+        q = q.view(bsz, num_heads, tgt_len, head_dim)
+        k = k.view(bsz, num_heads, src_len, head_dim)
+        v = v.view(bsz, num_heads, src_len, head_dim)
+        out = _sdpa(q, k, v, attn_mask, dropout_p, is_causal, None, False, nan_rows)
+        out = out.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
         weights = None
 
-    out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.view(tgt_len, bsz, out.size(1))
     if weights is not None and average_attn_weights:
-        weights = weights.mean(1)
+        weights = weights.mean(dim=1)
     if not is_batched:
         out = out.squeeze(1)
         if weights is not None:
@@ -505,14 +524,14 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
 
 
 def _heads(x, static, bsz, num_heads, head_dim, name):
-    """``(S, N, E)`` as ``(N, H, S, head_dim)``, or the given ``static_k``/``static_v`` laid out
-    as ``(N * H, S, head_dim)``."""
+    """``(S, N, E)`` as ``(N * H, S, head_dim)``, or the given ``static_k``/``static_v`` (laid out
+    so already)."""
     if static is None:
-        return x.reshape(x.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        return x.view(x.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     if static.size(0) != bsz * num_heads:
         raise AssertionError(f"expecting static_{name}.size(0) of {bsz * num_heads}, but got "
                              f"{static.size(0)}")
     if static.size(2) != head_dim:
         raise AssertionError(f"expecting static_{name}.size(2) of {head_dim}, but got "
                              f"{static.size(2)}")
-    return static.reshape(bsz, num_heads, static.shape[1], head_dim)
+    return static

@@ -2,7 +2,7 @@
 ``ember.ops.conv``."""
 from ... import _dtype as dt
 from ...ops import conv as _ops
-from ...ops._dispatch import dtype_name, device_mismatch
+from ...ops._dispatch import dtype_name, device_mismatch, CompositeBackward, record_composite
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold", "conv_tbc"]
@@ -261,5 +261,10 @@ def conv_tbc(input, weight, bias, pad=0):
                            f"out_channels, but got {weight.ndim} dims")
     if bias.ndim != 1:
         raise RuntimeError(f"Bias must be 1-D, but got {bias.ndim} dims")
-    output = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
-    return output.permute(2, 0, 1)
+    return record_composite(ConvTbcBackward0, (input, weight, bias), lambda input, weight, bias:
+                            conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
+                                   padding=pad).permute(2, 0, 1))
+
+
+class ConvTbcBackward0(CompositeBackward):
+    __slots__ = ()

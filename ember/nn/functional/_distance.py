@@ -1,7 +1,8 @@
 """Distances between vectors, as ``torch.nn.functional``."""
 import ember
 from ... import _dtype as dt
-from ...ops._dispatch import _wrap
+from ...ops._dispatch import _wrap, CompositeBackward, record_composite
+from ...ops.elementwise import add_scalar
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
@@ -12,7 +13,14 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     dim = max(x1.ndim, x2.ndim) - 1
     if dim < 0:
         return (x1 - x2 + eps).abs()
-    return (x1 - x2 + eps).norm(p, dim, keepdim=keepdim)
+    shifted = add_scalar(x1 - x2, eps)
+    return record_composite(NormBackward1, (shifted,),
+                            lambda x: x.norm(p, dim, keepdim=keepdim))
+
+
+class NormBackward1(CompositeBackward):
+    """PyTorch's ``norm.ScalarOpt_dim`` node, which its C++ pairwise_distance records."""
+    __slots__ = ()
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -29,7 +37,15 @@ def pdist(input, p=2):
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     rows = input.shape[0]
+    if not input.is_contiguous():  # PyTorch's kernel reads a contiguous copy (CloneBackward0)
+        input = input.contiguous()
     first, second = input._backend.xp.triu_indices(rows, 1)
     first = _wrap(first.astype(dt.int64.np), dt.int64, input)
     second = _wrap(second.astype(dt.int64.np), dt.int64, input)
-    return (input.index_select(0, first) - input.index_select(0, second)).norm(p, 1)
+    return record_composite(
+        PdistBackward0, (input,),
+        lambda input: (input.index_select(0, first) - input.index_select(0, second)).norm(p, 1))
+
+
+class PdistBackward0(CompositeBackward):
+    __slots__ = ()

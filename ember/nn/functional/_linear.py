@@ -4,7 +4,8 @@
 input (``mm`` without a bias), other ranks flattened to a matrix by a view and viewed back.
 ``weight.t()`` is a view, so the product still reaches BLAS without a transposed copy.
 """
-from ...ops._dispatch import needs_grad, record, _wrap, device_mismatch
+from ...ops._dispatch import needs_grad, record, _wrap, device_mismatch, CompositeBackward, \
+    record_composite
 from ...ops.linalg import _cpp_name, addmm
 from ...ops.shape import UnsafeViewBackward0, SqueezeBackward4
 
@@ -34,7 +35,10 @@ def linear(input, weight, bias=None):
         return input.mm(weight_t) if bias is None else addmm(bias, input, weight_t)
     out_shape = tuple(input.shape[:-1]) + (weight.shape[0],)
     if bias is not None:
-        return addmm(bias, input.reshape(-1, weight.shape[1]), weight_t).view(out_shape)
+        if input.is_contiguous():
+            return addmm(bias, input.reshape(-1, weight.shape[1]), weight_t).view(out_shape)
+        # PyTorch's non-contiguous input: matmul (a copy folded into mm), then the bias added
+        return linear(input, weight) + bias
     if input.ndim == 1:
         return _result_view(input.unsqueeze(0).mm(weight_t), out_shape, SqueezeBackward4)
     return _result_view(input.reshape(-1, weight.shape[1]).mm(weight_t), out_shape,
@@ -65,10 +69,16 @@ def bilinear(input1, input2, weight, bias=None):
     batch = input1.shape[:-1]
     x1 = input1.reshape(-1, in1)
     x2 = input2.reshape(-1, in2)
-    # One matrix product contracts i; the j contraction is a row-wise dot with input2.
-    left = x1.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
-    # (summed in the operands' dtype: PyTorch's integer bilinear stays in that dtype)
-    out = (left.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1, dtype=left.dtype)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(*batch, out_features)
+
+    def trilinear(x1, weight, x2):
+        # One matrix product contracts i; the j contraction is a row-wise dot with input2.
+        left = x1.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
+        # (summed in the operands' dtype: PyTorch's integer bilinear stays in that dtype)
+        return (left.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1, dtype=left.dtype)
+    out = record_composite(TrilinearBackward0, (x1, weight, x2), trilinear)
+    out = out.reshape(*batch, out_features)
+    return out if bias is None else out + bias
+
+
+class TrilinearBackward0(CompositeBackward):
+    __slots__ = ()

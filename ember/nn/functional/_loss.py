@@ -14,7 +14,8 @@ import warnings
 import ember
 from ... import _dtype as dt
 from ..._tensor import Tensor
-from ...ops._dispatch import dtype_name
+from ...ops._dispatch import dtype_name, CompositeBackward, record_composite
+from ...ops.elementwise import add_scalar, sub_scalar, mul_scalar, div_scalar, number_minus
 from ...ops import loss as fused
 from ...ops.loss import _reduce
 from ._activation import logsigmoid
@@ -258,7 +259,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = smooth.sum() / weights.sum()
     else:
         smooth = _reduce(smooth, reduction)
-    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
+    return mul_scalar(nll, 1 - label_smoothing) + mul_scalar(smooth, label_smoothing / n_classes)
 
 
 def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smoothing, cdim):
@@ -269,10 +270,9 @@ def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smo
     terms = log_probs * target
     if weight is not None:
         terms = terms * _class_shaped(weight, log_probs, cdim)
-    loss = -terms.sum(cdim)
-    if reduction == "mean":
-        return loss.sum() / (log_probs.numel() // n_classes if n_classes else 0)
-    return _reduce(loss, reduction)
+    if reduction == "mean":  # PyTorch sums every term at once, then divides
+        return div_scalar(-terms.sum(), log_probs.numel() // n_classes if n_classes else 0)
+    return _reduce(-terms.sum(cdim), reduction)
 
 
 # ---- binary classification --------------------------------------------------------------------
@@ -396,12 +396,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
         raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
     dot = (input1 * input2).sum(tdim)
-    norm1 = (input1 * input1).sum(tdim) + _COSINE_EPSILON
-    norm2 = (input2 * input2).sum(tdim) + _COSINE_EPSILON
+    norm1 = add_scalar((input1 * input1).sum(tdim), _COSINE_EPSILON)
+    norm2 = add_scalar((input2 * input2).sum(tdim), _COSINE_EPSILON)
     cos = dot / (norm1 * norm2).sqrt()
     zeros = ember.zeros_like(cos)
-    loss = (ember.where(target == 1, 1 - cos, zeros)
-            + ember.where(target == -1, ember.clamp_min(cos - margin, 0), zeros))
+    loss = (ember.where(target == 1, number_minus(1, cos), zeros)
+            + ember.where(target == -1, ember.clamp_min(sub_scalar(cos, margin), 0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -413,7 +413,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
     # the margin is a C++ double in PyTorch, so integer inputs give a floating-point loss
-    loss = ember.clamp_min(-target * (input1 - input2) + float(margin), 0)
+    loss = ember.clamp_min(add_scalar(-target * (input1 - input2), float(margin)), 0)
     return _reduce(loss, reduction)
 
 
@@ -423,7 +423,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     if input.dtype._kind == 1:  # PyTorch keeps an integer input's dtype (margin truncated)
         margin = int(margin)
     zeros = ember.zeros_like(input)
-    loss = (ember.where(target != 1, ember.clamp_min(margin - input, 0), zeros)
+    loss = (ember.where(target != 1, ember.clamp_min(number_minus(margin, input), 0), zeros)
             + ember.where(target != -1, input, zeros))
     return _reduce(loss, reduction)
 
@@ -473,13 +473,21 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     safe = y.masked_fill(~valid, 0)
     classes = ember.arange(n_classes, device=x.device)
     is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
-    target_scores = x.gather(1, safe)
-    hinge = ember.clamp(1 - target_scores.unsqueeze(2) + x.unsqueeze(1), min=0)
     pairs = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
-    loss = (hinge * pairs.to(x.dtype)).sum((1, 2)) / n_classes
-    if input.ndim <= 1:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+
+    def composition(input):
+        x = _as_batch(input, target)[0]
+        target_scores = x.gather(1, safe)
+        hinge = ember.clamp(1 - target_scores.unsqueeze(2) + x.unsqueeze(1), min=0)
+        loss = (hinge * pairs.to(x.dtype)).sum((1, 2)) / n_classes
+        if input.ndim <= 1:
+            loss = loss.reshape(())
+        return _reduce(loss, reduction)
+    return record_composite(MultilabelMarginLossBackward0, (input,), composition)
+
+
+class MultilabelMarginLossBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
@@ -508,8 +516,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
-    last = max(x1.ndim, x2.ndim) - 1
-    return ember.norm(x1 - x2 + eps, p, last)
+    from ._distance import pairwise_distance
+    return pairwise_distance(x1, x2, p, eps)
 
 
 def _check_triplet_dims(anchor, positive, negative):
@@ -528,7 +536,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dist_neg = _pairwise_distance(anchor, negative, p, eps)
     if swap:
         dist_neg = ember.minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
-    return _reduce(ember.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
+    return _reduce(ember.clamp_min(add_scalar(dist_pos, margin) - dist_neg, 0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -604,6 +612,29 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     # A very negative finite stand-in for log(0): -inf would give NaN gradients through
     # logsumexp wherever every path into a state is impossible.
     impossible = -1e30 if dtype is not dt.float64 else -1e300
+
+    def negative_log_likelihood(log_probs):
+        return _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible)
+    loss = record_composite(CtcLossBackward0, (log_probs,), negative_log_likelihood)
+    if zero_infinity:
+        loss = ember.where(loss == math.inf, 0.0, loss)
+    if reduction == "mean":
+        divisor = ember.tensor([max(l, 1) for l in tgt_lens], dtype=dtype, device=device)
+        return (loss / divisor).mean()
+    if unbatched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+class CtcLossBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible):
+    """Each sample's negative log-likelihood (infinity where no alignment exists)."""
+    n_time, batch, _ = log_probs.shape
+    n_ext = ext_t.shape[1]
+    dtype, device = log_probs.dtype, log_probs.device
     lp = log_probs.gather(2, ext_t.unsqueeze(0).expand(n_time, batch, n_ext))
     neg = ember.full((batch, 1), impossible, dtype=dtype, device=device)
     neg2 = ember.full((batch, 2), impossible, dtype=dtype, device=device)
@@ -622,14 +653,4 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     no_label = ember.tensor([l == 0 for l in tgt_lens], dtype=dt.bool, device=device)
     final = ember.where(ember.stack([ember.zeros_like(no_label), no_label], 1), impossible, final)
     loss = -ember.logsumexp(final, 1)
-    unreachable = loss > -impossible / 2
-    if zero_infinity:
-        loss = ember.where(unreachable, 0.0, loss)
-    else:
-        loss = ember.where(unreachable, math.inf, loss)
-    if reduction == "mean":
-        divisor = ember.tensor([max(l, 1) for l in tgt_lens], dtype=dtype, device=device)
-        return (loss / divisor).mean()
-    if unbatched:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return ember.where(loss > -impossible / 2, math.inf, loss)

@@ -5,6 +5,7 @@
 updated in place without recording gradients, as PyTorch's kernels do.
 """
 import ember
+from ...ops.elementwise import add_scalar
 from ...ops.normalization import (normalize_affine, batch_norm_eval, NativeBatchNormBackward0,
                                   NativeLayerNormBackward0, group_norm as _group_norm)
 
@@ -141,7 +142,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = _MACHINE_EPSILON[input.dtype]
     axes = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
+    out = input * add_scalar(input.pow(2).mean(axes, keepdim=True), eps).rsqrt()
     return out * weight if weight is not None else out
 
 

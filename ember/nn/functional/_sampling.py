@@ -11,7 +11,8 @@ import numbers
 
 from ... import _dtype as dt
 from ..._tensor import _wrap
-from ...ops._dispatch import Node, dtype_name, needs_grad, record
+from ...ops._dispatch import Node, dtype_name, needs_grad, record, CompositeBackward, \
+    record_composite
 from ...autograd.grad_mode import no_grad
 from ...ops.conv import gather_dims, gather_dims_node
 from ...ops.pooling import separable_map, SeparableMapBackward
@@ -357,7 +358,20 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if not input.dtype.is_floating_point:
         kernel = "grid_sampler_2d_cpu_kernel_impl" if input.ndim == 4 else "grid_sampler_3d_cpu"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(input.dtype)}'")
-    align_corners = bool(align_corners)
+    node = GridSampler2DBackward0 if input.ndim == 4 else GridSampler3DBackward0
+    return record_composite(node, (input, grid), lambda input, grid: _grid_sample(
+        input, grid, mode, padding_mode, bool(align_corners)))
+
+
+class GridSampler2DBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class GridSampler3DBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def _grid_sample(input, grid, mode, padding_mode, align_corners):
     spatial = tuple(input.shape[2:])
     # grid's last dim lists x (the last spatial dim) first
     coords = [grid[..., len(spatial) - 1 - i] for i in range(len(spatial))]
@@ -422,8 +436,12 @@ def affine_grid(theta, size, align_corners=None):
     mesh = xp.meshgrid(*axes, indexing="ij")
     base = xp.stack([m for m in reversed(mesh)] + [xp.ones(spatial, dtype=ftype)], -1)
     base = _wrap(base.reshape(1, -1, spatial_dims + 1), theta._dtype, theta)
-    grid = base.matmul(theta.transpose(1, 2))
-    return grid.reshape((size[0],) + tuple(spatial) + (spatial_dims,))
+    return record_composite(AffineGridGeneratorBackward0, (theta,), lambda theta: base.matmul(
+        theta.transpose(1, 2)).reshape((size[0],) + tuple(spatial) + (spatial_dims,)))
+
+
+class AffineGridGeneratorBackward0(CompositeBackward):
+    __slots__ = ()
 
 
 # ---- shuffles --------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ and errors, so a PyTorch ``state_dict`` loads as is.
 Each layer and direction is two ops: one ``linear`` projecting the inputs of all steps at once,
 and ``ops.recurrent.rnn_layer``, which runs the recurrence with an analytic backward through
 time. Packed sequences go through the same op: it takes the rows of all steps stacked
-time-major, which is exactly ``PackedSequence.data``.
+time-major, which is exactly ``PackedSequence.data``. A cell is one step written out in Ember
+ops as ATen writes it, so its graph shows PyTorch's nodes.
 """
 import math
 import numbers
@@ -452,10 +453,28 @@ class RNNCellBase(Module):
             if hx.size(1) != self.hidden_size:
                 raise RuntimeError(f"hidden{idx} has inconsistent hidden_size: got "
                                    f"{hx.size(1)}, expected {self.hidden_size}")
-        gates_x = F.linear(input, self.weight_ih, self.bias_ih)
-        _, hn, cn = rnn_layer(mode, gates_x, states[0], states[1] if len(states) > 1 else None,
-                              self.weight_hh, self.bias_hh, None, [input.size(0)])
-        return hn, cn
+        # ATen's cell written out op by op, so the step records PyTorch's graph (Addmm,
+        # UnsafeSplit, Sigmoid, ... nodes in the same order); each op is one vectorised kernel.
+        hx = states[0]
+        if hx.dtype != self.weight_hh.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_dtype_name(hx.dtype)} and "
+                               f"{_dtype_name(self.weight_hh.dtype)}")
+        igates = F.linear(input, self.weight_ih, self.bias_ih)
+        hgates = F.linear(hx, self.weight_hh, self.bias_hh)
+        if mode == "LSTM":
+            i, f, g, o = (hgates + igates).unsafe_chunk(4, 1)
+            cy = f.sigmoid() * states[1] + i.sigmoid() * g.tanh()
+            return o.sigmoid() * cy.tanh(), cy
+        if mode == "GRU":
+            i_r, i_z, i_n = igates.unsafe_chunk(3, 1)
+            h_r, h_z, h_n = hgates.unsafe_chunk(3, 1)
+            reset = (h_r + i_r).sigmoid()
+            update = (h_z + i_z).sigmoid()
+            new = (i_n + h_n * reset).tanh()
+            return (hx - new) * update + new, None
+        pre = hgates + igates
+        return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
     def _zeros(self, input):
         return _ops.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
