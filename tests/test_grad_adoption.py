@@ -45,3 +45,26 @@ def test_accumulation_across_backward_calls():
     first = w.grad.clone()
     (inp @ w).sum().backward()
     assert ember.allclose(w.grad, first * 2)
+
+
+def test_linear_weight_gradient_is_adopted_not_copied(monkeypatch):
+    """A Linear weight's gradient is a product computed transposed and transposed back
+    (Addmm -> T -> AccumulateGrad, as PyTorch's graph): a private, contiguous array that
+    AccumulateGrad takes over. Copying it cost a full pass over every weight per step."""
+    import sys
+    copies = []
+    clone = ember.Tensor.clone
+
+    def counting_clone(self, *args, **kwargs):
+        if sys._getframe(1).f_code.co_name == "accumulate":
+            copies.append(tuple(self.shape))
+        return clone(self, *args, **kwargs)
+    monkeypatch.setattr(ember.Tensor, "clone", counting_clone)
+    layer = ember.nn.Linear(6, 4)
+    layer(ember.randn(5, 6)).sum().backward()
+    assert copies == []
+    assert layer.weight.grad.is_contiguous()
+    # the adopted gradient then accumulates the next one in place, as any .grad does
+    before = layer.weight.grad.clone()
+    layer(ember.ones(5, 6)).sum().backward()
+    assert ember.allclose(layer.weight.grad, before + 5)

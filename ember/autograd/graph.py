@@ -212,9 +212,18 @@ def _private_array(t):
     and getrefcount's argument) and owns plain writeable memory; a plain tensor with no version
     counter has never been saved for backward nor had views taken."""
     data = t._data
-    return (type(t).__name__ == "Tensor" and t._vc is None and not t.__dict__
-            and sys.getrefcount(data) == 3 and getattr(data, "base", True) is None
-            and getattr(getattr(data, "flags", None), "writeable", False))
+    if not (type(t).__name__ == "Tensor" and t._vc is None and not t.__dict__
+            and sys.getrefcount(data) == 3
+            and getattr(getattr(data, "flags", None), "writeable", False)):
+        return False
+    base = getattr(data, "base", True)
+    if base is None:
+        return True
+    # A contiguous view of the whole of a base that nothing else references (the view, the
+    # local and getrefcount's argument) owns that memory as much as the base would: this is a
+    # Linear weight's gradient, a product computed transposed and transposed back.
+    return (getattr(base, "base", True) is None and sys.getrefcount(base) == 3
+            and data.flags.c_contiguous and data.size == base.size)
 
 
 def accumulate_grad_node(t):

@@ -87,9 +87,16 @@ def _check_alpha(alpha, rt):
                            "point number.")
 
 
+# Operand classes that are never sparse: the check below costs one set lookup for them, where a
+# getattr with a default on a Python number would take an attribute miss on every call.
+_NEVER_SPARSE = frozenset((Tensor, int, float, bool, complex))
+
+
 def _sparse_operand(input, other):
-    return (getattr(input, "_layout", _STRIDED) is not _STRIDED
-            or getattr(other, "_layout", _STRIDED) is not _STRIDED)
+    return ((input.__class__ not in _NEVER_SPARSE
+             and getattr(input, "_layout", _STRIDED) is not _STRIDED)
+            or (other.__class__ not in _NEVER_SPARSE
+                and getattr(other, "_layout", _STRIDED) is not _STRIDED))
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -158,14 +165,15 @@ class RsubBackward1(Node):
 
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``: Python's ``2 - x``."""
+    o = _tensor_or_none(other)
+    if not (isinstance(input, Tensor) and needs_grad(input, o)):
+        return sub(other, input, alpha=alpha)  # nothing to record: skip the no_grad block
     with no_grad():
         res = sub(other, input, alpha=alpha)
-    o = _tensor_or_none(other)
-    if isinstance(input, Tensor) and needs_grad(input, o):
-        if o is None:
-            record(RsubBackward1, (input,), res, alpha=alpha)
-        else:
-            record(RsubBackward0, (input, o), res, alpha=alpha)
+    if o is None:
+        record(RsubBackward1, (input,), res, alpha=alpha)
+    else:
+        record(RsubBackward0, (input, o), res, alpha=alpha)
     return res
 
 

@@ -7,6 +7,7 @@ from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, device_mismatch
                         wrap_dim_no_scalar, checked_int_scalar)
 from .elementwise import _conj
 from .._layout import strided as _STRIDED
+from .shape import transposed_gradient
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum"]
@@ -50,7 +51,7 @@ def _mat2_grad(a, grad, mat2_transposed):
     a transposed operand it is computed as ``(grad^T @ conj(a))^T``, so the gradient that
     reaches the untransposed tensor (a layer's weight) is contiguous."""
     if mat2_transposed:
-        return grad.mT.matmul(_conj(a)).mT
+        return transposed_gradient(transposed_gradient(grad).matmul(_conj(a)))
     return _conj(a).mT.matmul(grad)
 
 

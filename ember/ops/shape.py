@@ -308,7 +308,17 @@ class TBackward0(TransposeBackward0):
     __slots__ = ()
 
     def backward(self, grad):
-        return grad.t()
+        return transposed_gradient(grad) if grad._data.ndim == 2 else grad  # t() of a vector
+
+
+def transposed_gradient(grad):
+    """``grad.mT`` inside a backward formula. Unless the backward builds a graph
+    (``create_graph``), the result is the engine's own value, so it needs no view bookkeeping;
+    without it, AccumulateGrad can adopt a contiguous result (a Linear weight's gradient: a
+    product computed transposed, transposed back) instead of copying it."""
+    if _grad_state.enabled:
+        return grad.mT
+    return _wrap(grad._data.swapaxes(-1, -2), grad._dtype, grad)
 
 
 def transpose(input, dim0, dim1, *, _node=TransposeBackward0):
