@@ -235,7 +235,6 @@ def get_default_device():
 
 # The layers above the tensor library, imported last: they build on everything before.
 from . import nn  # noqa: E402,F401
-from . import optim  # noqa: E402,F401
 from ._functional_exports import *  # noqa: E402,F401,F403
 
 # In-place ops torch also exposes as functions (``torch.exp_(t)``): the Tensor methods.
@@ -269,7 +268,7 @@ del _namespace
 # multiprocessing's machinery, SciPy) is paid for by a script that never touches it.
 # Add a namespace here by its module name under ``ember``.
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
-                              "accelerator", "sparse", "random", "functional", "testing",
+                              "accelerator", "sparse", "random", "functional", "optim", "testing",
                               "cpu", "types"})
 
 

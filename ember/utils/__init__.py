@@ -1,12 +1,15 @@
 """Utilities, as ``torch.utils``."""
-from . import data  # noqa: F401
 from . import dlpack, safetensors  # noqa: F401,E402  (safetensors imports its package lazily)
+
+# Loaded on first use (``ember.utils.data`` and ``from ember.utils.data import …`` both work):
+# ember.utils is imported by `import ember` before the tensor and autograd modules that
+# checkpoint needs exist, and neither the DataLoader's process machinery nor checkpointing
+# should be paid for by a script that never uses them.
+_LAZY = frozenset({"data", "checkpoint"})
 
 
 def __getattr__(name):
-    # ember.utils is imported by `import ember` before the tensor and autograd modules that
-    # checkpoint needs exist, so it loads on first use (which also keeps `import ember` fast).
-    if name == "checkpoint":
+    if name in _LAZY:
         import importlib
-        return importlib.import_module(f"{__name__}.checkpoint")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
