@@ -7,6 +7,8 @@ import torch
 
 import ember
 from torch_compare import assert_same, compare_error
+from test_optimizers import (to_numpy, assert_tree_equal as assert_tree_close,  # noqa: E402
+                             convert_state_dict as to_lib)
 
 STEPS = 12
 
@@ -28,44 +30,6 @@ def set_grads(lib, params, step):
                             device=p.device)
         loss = loss + ((p - target) ** 2 * (0.5 + i)).sum() + lib.sin(3 * p).sum() * 0.2
     loss.backward()
-
-
-def to_numpy(tree):
-    if isinstance(tree, (torch.Tensor, ember.Tensor)):
-        return tree.detach().numpy().copy()
-    if isinstance(tree, dict):
-        return {k: to_numpy(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(to_numpy(v) for v in tree)
-    return tree
-
-
-def to_lib(tree, lib):
-    """A state_dict rebuilt with ``lib``'s tensors holding the same values and dtypes."""
-    if isinstance(tree, (torch.Tensor, ember.Tensor)):
-        return lib.tensor(to_numpy(tree))
-    if isinstance(tree, dict):
-        return {k: to_lib(v, lib) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(to_lib(v, lib) for v in tree)
-    return tree
-
-
-def assert_tree_close(expected, actual, rtol, atol):
-    if isinstance(expected, np.ndarray):
-        assert isinstance(actual, np.ndarray), actual
-        assert actual.shape == expected.shape and actual.dtype == expected.dtype
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected)
-        for k in expected:
-            assert_tree_close(expected[k], actual[k], rtol, atol)
-    elif isinstance(expected, (list, tuple)):
-        assert type(actual) is type(expected) and len(actual) == len(expected)
-        for e, a in zip(expected, actual):
-            assert_tree_close(e, a, rtol, atol)
-    else:
-        assert actual == expected
 
 
 def run_both(name, specs, options, steps=STEPS, tol=None, start=None):
