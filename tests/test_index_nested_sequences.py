@@ -110,6 +110,12 @@ NESTED_KEYS = [
     (("a",),),                          # refused: strings
     ((3,),),                            # out of range: refused
     ((0, 1), (1, 2, 3)),                # shapes that don't broadcast: refused
+    ((T([1]), 0),),                     # a one-element tensor beside numbers is a number
+    ((T([True]), 0),),                  # ... a bool one counts as 1
+    ((T([1.0]), 0),),                   # refused: not an integer tensor
+    ((T([1, 2]), 0),),                  # refused: more than one element
+    ([T(1), T(2)],),                    # 0-d tensors in a list
+    ([[T(1)], [0]],),
 ]
 
 

@@ -118,7 +118,11 @@ def _sequence_index(xp, seq):
     is a bool, otherwise int64 indices (floats truncated toward zero)."""
     try:
         arr = xp.asarray(seq)
-    except ValueError:  # ragged: PyTorch reads the nested sequence as a number
+    except ValueError:  # ragged
+        if any(isinstance(v, Tensor) for v in seq):
+            # PyTorch reads a tensor beside numbers as a number: one integer (or bool) element
+            return _sequence_index(xp, [_tensor_as_index_number(v) for v in seq])
+        # PyTorch reads the nested sequence as a number
         inner = next(v for v in seq if isinstance(v, (list, tuple)))
         raise TypeError(f"'{type(inner).__name__}' object cannot be interpreted as an "
                         "integer") from None
@@ -130,6 +134,14 @@ def _sequence_index(xp, seq):
         raise TypeError("new(): invalid data type 'str'")
     odd = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool))), None)
     raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
+
+
+def _tensor_as_index_number(v):
+    if not isinstance(v, Tensor):
+        return v
+    if v.numel() != 1 or v._dtype._kind >= 2:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return int(v.item())
 
 
 def _basic_index(xp, arr, key):
