@@ -16,6 +16,8 @@ __all__ = ["Adafactor"]
 
 
 class Adafactor(Optimizer):
+    _rejects_complex = True
+
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0,
                  weight_decay=0.0, *, foreach=None, maximize=False):
         if isinstance(lr, Tensor) and lr.numel() != 1:
@@ -54,12 +56,9 @@ class Adafactor(Optimizer):
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                self._check_gradient_layouts(group)
                 params = [p for p in group["params"] if p.grad is not None]
                 for p in params:
-                    if p.is_complex():
-                        raise RuntimeError("Adafactor does not support complex parameters")
-                    if p.grad.is_sparse:
-                        raise RuntimeError("Adafactor does not support sparse gradients")
                     state = self.state[p]
                     if len(state) == 0:
                         self._init_state(group, p, state)

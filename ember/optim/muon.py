@@ -9,7 +9,6 @@ import math
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer, array, lerp_, scalar, zeros_state
 
 __all__ = ["Muon"]
@@ -63,6 +62,8 @@ def _adjust_lr(lr, adjust_lr_fn, param_shape):
 
 
 class Muon(Optimizer):
+    _rejects_complex = True
+
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
                  ns_coefficients=(DEFAULT_A, DEFAULT_B, DEFAULT_C), eps=EPS,
                  ns_steps=DEFAULT_NS_STEPS, adjust_lr_fn=None):
@@ -87,29 +88,6 @@ class Muon(Optimizer):
                 if p.ndim != 2:
                     raise ValueError("Muon only supports 2D parameters whereas we found a "
                                      f"parameter with size: {p.size()}")
-
-    def step(self, closure=None):
-        """One optimisation step. As PyTorch, every parameter of a group is checked (complex,
-        sparse gradient) and given its state before any of that group's parameters moves."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                for p in params:
-                    if p.is_complex():
-                        raise RuntimeError("Muon does not support complex parameters")
-                    if p.grad.is_sparse:
-                        raise RuntimeError("Muon does not support sparse gradients")
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        self._init_state(group, p, state)
-                for p in params:
-                    self._update(group, p, p.grad, self.state[p])
-                    p._bump_version()
-        return loss
 
     def _init_state(self, group, param, state):
         state["momentum_buffer"] = zeros_state(param.grad)

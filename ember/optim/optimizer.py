@@ -221,6 +221,9 @@ class Optimizer:
     # "<class name> does not support sparse gradients").
     _accepts_sparse_gradients = False
     _sparse_gradients_error = None
+    # Whether the rule refuses complex parameters (PyTorch: "<class name> does not support
+    # complex parameters", checked with the gradients' layouts).
+    _rejects_complex = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -283,12 +286,16 @@ class Optimizer:
         return True
 
     def _check_gradient_layouts(self, group):
-        """PyTorch's refusal of sparse gradients, raised before any parameter of ``group``
-        moves."""
-        if self._accepts_sparse_gradients:
+        """PyTorch's refusal of complex parameters and sparse gradients, parameter by
+        parameter, raised before any parameter of ``group`` moves."""
+        if self._accepts_sparse_gradients and not self._rejects_complex:
             return
         for param in group["params"]:
-            if param.grad is not None and is_sparse_gradient(param.grad):
+            if param.grad is None:
+                continue
+            if self._rejects_complex and param.is_complex():
+                raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
+            if not self._accepts_sparse_gradients and is_sparse_gradient(param.grad):
                 raise RuntimeError(self._sparse_gradients_error or
                                    f"{type(self).__name__} does not support sparse gradients")
 
