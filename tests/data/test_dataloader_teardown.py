@@ -10,13 +10,27 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import torch.utils.data as tud
 
 import ember.utils.data as eud
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+GONE_SOURCE = """
+def gone(pids, within=10.0):
+    # every process in pids has exited (a zombie counts as exited), polled for ``within`` s
+    import os, time
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}")
+                 and open(f"/proc/{p}/stat").read().split()[2] != "Z"]
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+"""
+exec(GONE_SOURCE)  # the same poll for the tests' own checks
 
 PREAMBLE = """
 import atexit, gc, os, sys
@@ -41,27 +55,7 @@ def leftover_shm():
     prefix = f"ember_dl_{os.getpid()}_"
     return [name for name in os.listdir("/dev/shm") if name.startswith(prefix)]
 
-def gone(pids):
-    import time
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        alive = [p for p in pids if os.path.exists(f"/proc/{p}")
-                 and open(f"/proc/{p}/stat").read().split()[2] != "Z"]
-        if not alive:
-            return True
-        time.sleep(0.05)
-    return False
-"""
-
-
-def _gone(pids, within=10.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not [p for p in pids if os.path.exists(f"/proc/{p}")
-                and open(f"/proc/{p}/stat").read().split()[2] != "Z"]:
-            return True
-        time.sleep(0.05)
-    return False
+""" + GONE_SOURCE
 
 
 def _run(body):
@@ -70,6 +64,13 @@ def _run(body):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=90, env=env, cwd=REPO)
     return done
+
+
+def _run_silently(body):
+    """Run ``body`` (which prints "ok" at its end): nothing on stderr, only "ok" on stdout."""
+    done = _run(body)
+    assert done.stderr == ""
+    assert done.stdout.split() == ["ok"]
 
 
 def test_scripts_expect_torchs_batches():
@@ -90,7 +91,7 @@ def test_scripts_expect_torchs_batches():
 
 
 def test_user_fork_child_finalising_a_live_iterator_is_silent_and_harmless():
-    done = _run("""
+    _run_silently("""
         loader = DataLoader(Squares(), batch_size=4, num_workers=2)
         it = iter(loader)
         rows = [summary(next(it))]
@@ -111,12 +112,10 @@ def test_user_fork_child_finalising_a_live_iterator_is_silent_and_harmless():
         assert leftover_shm() == []
         print("ok")
     """)
-    assert done.stderr == ""
-    assert done.stdout.split() == ["ok"]
 
 
 def test_multiprocessing_child_inheriting_a_live_iterator_is_silent():
-    done = _run("""
+    _run_silently("""
         import multiprocessing
         def child():
             global it
@@ -134,14 +133,12 @@ def test_multiprocessing_child_inheriting_a_live_iterator_is_silent():
         assert [first] + rest == [[float(4 * b + k) for k in range(4)] for b in range(8)]
         print("ok")
     """)
-    assert done.stderr == ""
-    assert done.stdout.split() == ["ok"]
 
 
 def test_worker_of_another_loader_collecting_an_inherited_iterator_is_silent():
     # An iterator in a reference cycle is garbage the parent has not collected yet when the
     # next loader forks its workers; the workers' garbage collector then finalises their copy.
-    done = _run("""
+    _run_silently("""
         gc.disable()
         first = DataLoader(Squares(), batch_size=4, num_workers=2)
         it = iter(first)
@@ -159,12 +156,10 @@ def test_worker_of_another_loader_collecting_an_inherited_iterator_is_silent():
         assert leftover_shm() == []
         print("ok")
     """)
-    assert done.stderr == ""
-    assert done.stdout.split() == ["ok"]
 
 
 def test_garbage_collected_half_consumed_iterator_stops_its_workers():
-    done = _run("""
+    _run_silently("""
         loader = DataLoader(Squares(), batch_size=4, num_workers=2)
         it = iter(loader)
         summary(next(it)); summary(next(it))
@@ -175,12 +170,10 @@ def test_garbage_collected_half_consumed_iterator_stops_its_workers():
         assert leftover_shm() == []
         print("ok")
     """)
-    assert done.stderr == ""
-    assert done.stdout.split() == ["ok"]
 
 
 def test_persistent_workers_are_shut_down_with_their_loader_even_after_a_fork():
-    done = _run("""
+    _run_silently("""
         loader = DataLoader(Squares(), batch_size=4, num_workers=2, persistent_workers=True)
         for epoch in range(2):
             for step, batch in enumerate(loader):
@@ -205,8 +198,6 @@ def test_persistent_workers_are_shut_down_with_their_loader_even_after_a_fork():
         assert leftover_shm() == []
         print("ok")
     """)
-    assert done.stderr == ""
-    assert done.stdout.split() == ["ok"]
 
 
 def test_exception_in_the_training_loop_leaves_only_its_own_traceback():
@@ -233,7 +224,7 @@ def test_exception_in_the_training_loop_leaves_only_its_own_traceback():
                 raise KeyError("uncaught")
     """)
     assert done.returncode == 1
-    assert _gone([int(pid) for pid in done.stdout.split()])
+    assert gone([int(pid) for pid in done.stdout.split()])
     lines = done.stderr.strip().splitlines()
     assert lines[0] == "Traceback (most recent call last):"
     assert lines[-1] == "KeyError: 'uncaught'"
