@@ -62,14 +62,14 @@ class device:
 
     def __enter__(self):
         # `with ember.device("cuda"):` makes it the default device for factory functions.
-        from . import _tensor
-        _DEFAULT_STACK.append(_tensor._default_device)
-        _tensor._default_device = self
+        global _default_device
+        _DEFAULT_STACK.append(_default_device)
+        _default_device = self
         return self
 
     def __exit__(self, *exc):
-        from . import _tensor
-        _tensor._default_device = _DEFAULT_STACK.pop()
+        global _default_device
+        _default_device = _DEFAULT_STACK.pop()
 
 
 def _parse_index(text, index):
@@ -95,3 +95,6 @@ def _is_canonical_index(text):
 
 _CACHE = {}
 _DEFAULT_STACK = []
+# Where factory functions put a tensor given no device: set by ember.set_default_device and,
+# for a block, by ``with ember.device(...)``.
+_default_device = device("cpu")

@@ -151,6 +151,13 @@ _PYTHON_TYPE_DTYPES = {builtins_bool: bool, builtins_int: int64, builtins_float:
                        complex: complex128}
 
 
+# c10's ScalarType names, which PyTorch's messages print for a dtype ("Float", "Long"); its
+# legacy tensor and storage classes are named from them ("FloatTensor", "LongStorage").
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                     "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                     "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                     "complex128": "ComplexDouble"}
+
 # The C++ type names (caffe2::TypeMeta) that PyTorch's messages print for a dtype.
 TYPE_META_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                    "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",

@@ -17,7 +17,6 @@ from .autograd.graph import VersionCounter
 __all__ = ["Tensor"]
 
 _new = object.__new__
-_default_device = _device_cls("cpu")
 _generic = np.generic
 
 
@@ -54,7 +53,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+        return self._data.shape[wrap_dim_no_scalar(dim, self._data.ndim)]
 
     @property
     def dtype(self):
@@ -181,7 +180,7 @@ class Tensor:
         strides = tuple(s // itemsize for s in self._data.strides)
         if self._data.size <= 1 or 0 in self._data.shape:
             strides = _contiguous_strides(self._data.shape) if self._base is None else strides
-        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+        return strides if dim is None else strides[wrap_dim_no_scalar(dim, self._data.ndim)]
 
     def storage_offset(self):
         base = self._base
@@ -692,11 +691,21 @@ def _contiguous_strides(shape):
     return tuple(reversed(strides))
 
 
-def _wrap_dim(dim, ndim):
+def wrap_dim(dim, ndim):
+    """``dim`` in ``[0, ndim)``, from a possibly negative index; a 0-d tensor takes -1 and 0."""
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def wrap_dim_no_scalar(dim, ndim):
+    """``wrap_dim`` for what needs a real dimension (PyTorch's ``wrap_scalar=False``): a 0-d
+    tensor has none to name."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return wrap_dim(dim, ndim)
 
 
 def _check_assigned_grad(tensor, grad):
@@ -707,11 +716,10 @@ def _check_assigned_grad(tensor, grad):
     if grad is tensor:
         raise RuntimeError("can't assign Variable as its own grad")
     if grad._dtype is not tensor._dtype:
-        from .ops._dispatch import dtype_name
         raise RuntimeError(f"attempting to assign a gradient with dtype "
                            f"'{dt.TYPE_META_NAMES[grad._dtype.name]}' to a tensor with grad_dtype "
-                           f"'{dtype_name(tensor._dtype)}'. The gradient must match the tensor's "
-                           "grad_dtype (defaults to the tensor's dtype).")
+                           f"'{dt.SCALAR_TYPE_NAMES[tensor._dtype.name]}'. The gradient must match "
+                           "the tensor's grad_dtype (defaults to the tensor's dtype).")
     gdev, tdev = grad._device, tensor._device
     if gdev.type != tdev.type:
         raise RuntimeError(f"attempting to assign a gradient with device type '{gdev.type}' to a "
@@ -745,16 +753,9 @@ def _wrap_with(data, dtype, device, backend):
 
 def _wrap(data, dtype, like):
     """A new result tensor on ``like``'s device."""
-    if isinstance(data, _generic):
-        data = np.asarray(data)
-    t = _new(Tensor)
-    t._data = data
-    t._dtype = dtype
-    t._device = like._device
-    t._backend = like._backend
-    t._requires_grad = False
-    t.grad_fn = None
-    return t
+    # The form ops use: a result lives where an input does. ``_wrap_with`` serves the callers
+    # that have a device and backend but no tensor on it (factories, loaders).
+    return _wrap_with(data, dtype, like._device, like._backend)
 
 
 def _python_converter(dtype):

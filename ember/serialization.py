@@ -72,13 +72,7 @@ _STORAGE_ALIGNMENT = 64
 _FILE_FORMAT_VERSION = b"3\n"
 
 # PyTorch's legacy typed-storage class for each dtype: the name a checkpoint records.
-_STORAGE_NAME_BY_DTYPE = {
-    "bool": "BoolStorage", "uint8": "ByteStorage", "int8": "CharStorage",
-    "int16": "ShortStorage", "int32": "IntStorage", "int64": "LongStorage",
-    "float16": "HalfStorage", "bfloat16": "BFloat16Storage", "float32": "FloatStorage",
-    "float64": "DoubleStorage", "complex64": "ComplexFloatStorage",
-    "complex128": "ComplexDoubleStorage",
-}
+_STORAGE_NAME_BY_DTYPE = {d: name + "Storage" for d, name in dt.SCALAR_TYPE_NAMES.items()}
 
 
 # =============================================================================================

@@ -10,6 +10,7 @@ import itertools
 import sys
 import re
 
+from .. import _dtype as dt
 from . import grad_mode
 from . import anomaly_mode
 
@@ -67,19 +68,20 @@ class SavedTensor:
     def unpack(self, node):
         if self.vc.value != self.version:
             if self.is_output:
-                dtype, where = self.meta[0], f", which is output {self.meta[3]} of {_op_name(node)},"
+                dtype, device = self.meta[0], self.meta[1]
+                where = f", which is output {self.meta[3]} of {_op_name(node)},"
                 shape = tuple(self.data.shape)
             else:
                 t = self.tensor
-                dtype, shape = t._dtype, tuple(t._data.shape)
+                dtype, device, shape = t._dtype, t._device, tuple(t._data.shape)
                 where = (f", which is output {t._output_nr} of {_op_name(t.grad_fn)},"
                          if t.grad_fn is not None else "")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{_type_name(dtype)} {list(shape)}]{where} is at version "
-                f"{self.vc.value}; expected version {self.version} instead. Hint: enable anomaly "
-                "detection to find the operation that failed to compute its gradient, with "
-                "ember.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"inplace operation: [{_type_name(dtype, device)} {list(shape)}]{where} is at "
+                f"version {self.vc.value}; expected version {self.version} instead. Hint: enable "
+                "anomaly detection to find the operation that failed to compute its gradient, "
+                "with ember.autograd.set_detect_anomaly(True, check_nan=False).")
         if not self.is_output:
             return self.tensor
         from .._tensor import _wrap_with
@@ -97,12 +99,18 @@ def _op_name(node):
     return re.sub(r"Backward\d*$", "", node.name())
 
 
-def _type_name(dtype):
-    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-             "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-             "bool": "BoolTensor"}
-    return "ember." + names.get(dtype.name, dtype.name)
+# The dtypes with a legacy Python tensor class that PyTorch's messages name ("torch.FloatTensor");
+# they name the others by the C++ type of device and dtype ("CPUBoolType").
+_LEGACY_CLASS_DTYPES = frozenset(("float32", "float64", "float16", "int64", "int32", "int16",
+                                  "int8", "uint8"))
+
+
+def _type_name(dtype, device):
+    """A tensor's type as PyTorch's autograd and shape errors print it."""
+    scalar = dt.SCALAR_TYPE_NAMES[dtype.name]
+    if dtype.name in _LEGACY_CLASS_DTYPES:
+        return "ember." + scalar + "Tensor"
+    return device.type.upper() + scalar + "Type"
 
 
 _NO_EDGE = (None, 0)
@@ -182,7 +190,8 @@ def run_tensor_hooks(hooks, grad):
             raise RuntimeError(f"hook '{name}' has changed the size of value")
         if result._dtype is not grad._dtype:
             raise RuntimeError(f"hook '{name}' has changed the type of value (was "
-                               f"{_type_name(grad._dtype)} got {_type_name(result._dtype)})")
+                               f"{_type_name(grad._dtype, grad._device)} got "
+                               f"{_type_name(result._dtype, result._device)})")
         grad = result
     return grad
 

@@ -5,8 +5,8 @@ A backend owns one device's arrays. Ops reach it as ``tensor._backend`` and use 
 * ``xp`` — an array namespace with NumPy's API (``numpy`` for the CPU, ``cupy`` for CUDA).
   Element-wise maths, reductions and shape changes are written once against ``xp``.
 * The primitives below, for everything where array libraries differ or where NumPy alone gives a
-  wrong or slow answer (low-precision matmul, scatter-add, special functions, random numbers,
-  host transfer). A backend for new hardware overrides these and supplies its ``xp``.
+  wrong or slow answer (low-precision matmul, scatter-add, special functions, host
+  transfer). A backend for new hardware overrides these and supplies its ``xp``.
 
 The NumPy backend is the reference implementation of this contract.
 """
@@ -65,11 +65,6 @@ class Backend:
         (``scipy.sparse`` on the CPU, ``cupyx.scipy.sparse`` for CuPy): sparse tensors compute
         their products on it. Imported on first use; raises ImportError naming the pip extra
         when the library is missing."""
-        raise NotImplementedError
-
-    # -- random numbers ------------------------------------------------------------------------
-    def random_bits_generator(self, seed):
-        """A NumPy-API random ``Generator`` seeded with ``seed`` whose arrays live on this device."""
         raise NotImplementedError
 
     def __repr__(self):

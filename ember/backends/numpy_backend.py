@@ -110,6 +110,3 @@ class NumpyBackend(Backend):
             raise ImportError("Ember's sparse tensors compute on SciPy (scipy.sparse), which is "
                               "not installed: pip install 'ember[sparse]'") from exc
         return scipy.sparse
-
-    def random_bits_generator(self, seed):
-        return np.random.Generator(np.random.PCG64(seed))

@@ -1,6 +1,6 @@
 """What the distributions need beyond Ember's public ops: the Gamma sampler with its implicit
-reparameterisation gradient (and the incomplete-gamma arithmetic on float64 arrays behind it),
-and a positive-definiteness test that answers instead of raising. The special functions and
+reparameterisation gradient (on float64 arrays, over ``igamma``'s incomplete-gamma tails), and
+a positive-definiteness test that answers instead of raising. The special functions and
 factorisations themselves are Ember's public ops (``ember.lgamma``, ``ember.linalg.cholesky``…),
 named here once so each distribution file imports one module.
 """
@@ -13,6 +13,7 @@ from .._random import numpy_generator
 from ..autograd.graph import Node
 from ..ops._dispatch import _wrap, needs_grad, record
 from ..ops.creation import _to_backend
+from ..ops.tensor_api import regularized_gamma_tails
 
 # Lanczos approximation, g = 7, n = 9 (double precision to ~1e-15), for float64 arrays.
 _LANCZOS_G = 7.0
@@ -76,55 +77,6 @@ def is_positive_definite(a):
 # Gamma sampling with implicit reparameterisation gradients
 # ---------------------------------------------------------------------------------------------
 
-def _regularized_lower_series(a, x, xp):
-    """P(a, x) by its power series; converges fast for x < a + 1."""
-    term = 1.0 / a
-    total = term.copy()
-    n = 0
-    active = xp.ones(a.shape, dtype=bool)
-    while active.any() and n < 5000:
-        n += 1
-        term = xp.where(active, term * x / (a + n), 0.0)
-        total = total + term
-        active = xp.abs(term) > xp.abs(total) * 1e-17
-    return total * xp.exp(a * xp.log(x) - x - np_lgamma(a))
-
-
-def _regularized_upper_fraction(a, x, xp):
-    """Q(a, x) by Legendre's continued fraction (modified Lentz); for x >= a + 1."""
-    tiny = 1e-300
-    b = x + 1.0 - a
-    c = xp.full(a.shape, 1.0 / tiny)
-    d = 1.0 / b
-    h = d.copy()
-    i = 0
-    active = xp.ones(a.shape, dtype=bool)
-    while active.any() and i < 5000:
-        i += 1
-        an = -i * (i - a)
-        b = b + 2.0
-        d = an * d + b
-        d = xp.where(xp.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = xp.where(xp.abs(c) < tiny, tiny, c)
-        d = 1.0 / d
-        delta = xp.where(active, d * c, 1.0)
-        h = h * delta
-        active = xp.abs(delta - 1.0) > 1e-16
-    return xp.exp(a * xp.log(x) - x - np_lgamma(a)) * h
-
-
-def _regularized_gamma_tail(a, x, use_lower, xp=np):
-    """P(a, x) where ``use_lower``, else Q(a, x): whichever is not close to one."""
-    out = xp.empty(a.shape)
-    if use_lower.any():
-        out[use_lower] = _regularized_lower_series(a[use_lower], x[use_lower], xp)
-    upper = ~use_lower
-    if upper.any():
-        out[upper] = _regularized_upper_fraction(a[upper], x[upper], xp)
-    return out
-
-
 def standard_gamma_grad(alpha, x):
     """d x / d alpha for x ~ Gamma(alpha, 1) held at fixed CDF value (implicit
     reparameterisation): -dP(alpha, x)/dalpha / pdf(x; alpha), the alpha-derivative by a central
@@ -135,8 +87,10 @@ def standard_gamma_grad(alpha, x):
     alpha, x = alpha.ravel(), x.ravel()
     use_lower = x < alpha + 1
     step = 1e-5 * alpha
-    hi = _regularized_gamma_tail(alpha + step, x, use_lower)
-    lo = _regularized_gamma_tail(alpha - step, x, use_lower)
+    # P where x < alpha + 1, else Q: the tail not close to one, the same on both sides of the
+    # difference.
+    hi = regularized_gamma_tails(np, alpha + step, x, np_lgamma(alpha + step), use_lower)
+    lo = regularized_gamma_tails(np, alpha - step, x, np_lgamma(alpha - step), use_lower)
     d_cdf = np.where(use_lower, 1.0, -1.0) * (hi - lo) / (2 * step)
     log_pdf = (alpha - 1) * np.log(x) - x - np_lgamma(alpha)
     return -d_cdf / np.exp(log_pdf)

@@ -10,7 +10,7 @@ import sys
 
 from .. import _dtype as dt
 from .. import _layout as _layouts
-from .._tensor import Tensor, _wrap, _wrap_with, _new, _default_device
+from .._tensor import Tensor, _wrap, _wrap_with, _new, wrap_dim, wrap_dim_no_scalar
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
 
@@ -225,40 +225,9 @@ def reuse_temporary(t, other, ufunc_name):
     return _wrap(a, rt, t)
 
 
-def scalar_or_data(x):
-    return x._data if isinstance(x, Tensor) else x
-
-
-def check_out_dtype(result_dtype, out_dtype, inplace=True):
-    if not dt.can_cast(result_dtype, out_dtype):
-        raise RuntimeError(f"result type {_short(result_dtype)} can't be cast to the desired "
-                           f"output type {_short(out_dtype)}")
-
-
-def _short(d):
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
-
-
 def dtype_name(d):
-    return _short(d)
-
-
-def wrap_dim(dim, ndim):
-    n = ndim if ndim > 0 else 1
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim + n if dim < 0 else dim
-
-
-def wrap_dim_no_scalar(dim, ndim):
-    """``wrap_dim`` for ops that need a real dimension (PyTorch's ``wrap_scalar=False``): a
-    0-d tensor has none to name."""
-    if ndim == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    return wrap_dim(dim, ndim)
+    """The name PyTorch's messages give dtype ``d`` ("Float", "Long")."""
+    return dt.SCALAR_TYPE_NAMES[d.name]
 
 
 def wrap_dims(dims, ndim):
@@ -321,8 +290,7 @@ def to_float_dtype(d):
 
 __all__ = ["Tensor", "Node", "needs_grad", "record", "record_multi", "binary_operands", "cast",
            "as_tensor_on", "wrap_dim", "wrap_dims", "device_mismatch", "_wrap", "_wrap_with",
-           "_default_device", "to_float_dtype", "dtype_name", "check_out_dtype",
-           "scalar_or_data", "reuse_temporary", "wrap_int"]
+           "to_float_dtype", "dtype_name", "reuse_temporary", "wrap_int"]
 
 
 _SAME_WIDTH_INT = {2: "int16", 4: "int32", 8: "int64"}

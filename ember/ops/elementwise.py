@@ -1130,10 +1130,6 @@ def _scalar_array(xp, value, dtype):
     return xp.asarray(value, dtype=dtype.np)
 
 
-_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
-           "bfloat16": "c10::BFloat16"}
-
-
 class LerpBackward0(Node):
     """``lerp`` with a number weight."""
     __slots__ = ()
@@ -1162,9 +1158,9 @@ def lerp(input, end, weight):
         if t._device is not input._device:
             raise device_mismatch(input, t)
         if t._dtype is not d:
-            raise RuntimeError(f"expected dtype {_C_TYPE.get(d.name, d.name)} for "
+            raise RuntimeError(f"expected dtype {dt.TYPE_META_NAMES[d.name]} for "
                                f"`{'end' if t is end else 'weight'}` but got dtype "
-                               f"{_C_TYPE.get(t._dtype.name, t._dtype.name)}")
+                               f"{dt.TYPE_META_NAMES[t._dtype.name]}")
     if d._kind < 2:
         raise _not_implemented("lerp_kernel_scalar" if len(tensors) == 2 else "lerp_kernel_tensor", d)
     xp = input._backend.xp
