@@ -1,7 +1,17 @@
 """Test set-up: a second, NumPy-backed device ("testdev") registered as a third-party backend
 would be, so the whole op suite proves that ops compute through their tensor's backend."""
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run, so a run's result depends on the code
+# alone (a new machine's CI cannot fail on an example nobody saw before). To search for new
+# failing examples locally: HYPOTHESIS_EXPLORE=1 python -m pytest tests/...
+settings.register_profile("reproducible", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile("explore" if os.environ.get("HYPOTHESIS_EXPLORE") else "reproducible")
 
 import ember
 from ember.backends import register_backend, is_known_device_type

@@ -173,8 +173,24 @@ def test_conj_of_real_is_free_and_flags():
     x = ember.tensor([1.0, -2.0])
     assert ember.conj(x) is x and x.conj() is x and ember.conj_physical(x) is x
     z = ember.tensor([1 + 1j])
-    assert not z.conj().is_conj() and not ember.is_conj(z) and not z.is_neg()
+    assert not ember.is_conj(z) and not z.is_neg()
     assert ember.resolve_conj(z) is z and z.resolve_neg() is z
+
+
+def test_conj_bit_as_torch():
+    """``conj`` sets the conjugate bit, conjugating again clears it, and ``resolve_conj``
+    clears it with a copy that shares no memory (the bit is not carried into views in Ember,
+    which conjugates eagerly)."""
+    flags = []
+    for lib in (torch, ember):
+        z = _z(lib)
+        c = z.conj()
+        r = c.resolve_conj()
+        flags.append((c.is_conj(), lib.is_conj(c), c.conj().is_conj(), c.clone().is_conj(),
+                      (c * 1).is_conj(), r.is_conj(), lib.resolve_conj(z) is z,
+                      r.data_ptr() == c.data_ptr(), z.is_conj(), lib.conj_physical(z).is_conj()))
+        np.testing.assert_array_equal(_np(r), np.conj(_np(z)))
+    assert flags[1] == flags[0]
 
 
 @pytest.mark.parametrize("expr", [

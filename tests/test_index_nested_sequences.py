@@ -4,6 +4,9 @@ tuple is a sequence index, exactly as a list is: ``x[(0,), b]`` is ``x[[0], b]``
 setitem (the written tensor and the gradients of both operands) and index_put_ (whose indices
 must be tensors), on hand-picked keys and on keys hypothesis combines from slices, None,
 Ellipsis, ints, bool masks, tensors and nested tuples."""
+import builtins
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -198,3 +201,112 @@ def test_random_keys_getitem(spec):
 @given(st.lists(_element, min_size=1, max_size=4).map(tuple))
 def test_random_keys_setitem(spec):
     check_setitem(spec)
+
+
+# ---- several Ellipses in one key ---------------------------------------------------------------
+# PyTorch moves its dim counter past the dims the key leaves out at every Ellipsis, so what
+# follows a later one can land past the last dim: a slice there from 0 with step 1 whose stop
+# reaches the size PyTorch reads for that dim is skipped, anything else fails.
+
+def test_two_ellipses_then_an_empty_slice():
+    """The example hypothesis found: ``x[..., ..., 0:0]`` is all of a 3-D x, read and written."""
+    for lib in (torch, ember):
+        assert tuple(lib.zeros(2, 3, 4)[..., ..., 0:0].shape) == (2, 3, 4)
+    check_getitem((Ellipsis, Ellipsis, slice(0, 0)))
+    check_setitem((Ellipsis, Ellipsis, slice(0, 0)))
+
+
+E = Ellipsis
+MULTI_ELLIPSIS_KEYS = [
+    (E, E), (E, E, E), (E, E, E, E, slice(None)),
+    (E, E, slice(0, 0)), (E, E, slice(0, 1)), (E, E, slice(0, 100)), (E, E, slice(None)),
+    (E, E, slice(0, None)), (E, E, slice(1, 2)), (E, E, slice(0, -1)), (E, E, slice(-100, 100)),
+    (E, E, slice(None, None, 2)), (E, E, slice(None, None, -1)), (E, E, slice(0, 0, 2)),
+    (E, E, slice(0, 0), slice(0, 0)), (E, E, slice(1, 3), slice(0, 0)),
+    (E, E, E, slice(0, 4)), (E, E, E, slice(0, 3)), (E, E, E, 3), (E, E, E, 4), (E, E, E, -5),
+    (E, E, 0), (E, E, -1), (E, E, 0, 0), (E, 0, E, 0), (0, E, E, 0), (0, E, E, 9), (0, E, 9, E),
+    (0, E, E), (E, 0, E), (slice(0, 1), E, E), (E, slice(0, 1), E),
+    (E, slice(1, 2), slice(0, 1), E),
+    (0, E, E, slice(0, 0)), (0, 1, E, E, 2), (0, E, 1, E, 2), (0, 0, E, E, 0),
+    (E, None, E), (None, E, E), (E, E, None), (E, E, slice(0, 0), None), (E, E, True),
+    (E, E, False), (E, True, E), (E, E, T([0])), (E, E, T([0]), T([0])), (T([0]), E, E, T([1])),
+    (E, T([1]), E), (T([1]), E, E, slice(0, 0)), (E, E, slice(1, 2), T([0])), (E, E, [0]),
+    (E, E, [True, False]), (E, E, T(0)), (E, T([True, False]), E), (E, E, slice(0, 0), T([0.5])),
+    (E, E, 1.5),
+]
+MULTI_ELLIPSIS_SHAPES = [(), (2,), (2, 3), (2, 3, 4), (2, 3, 4, 5), (2, 1, 2, 1, 2),
+                         (2, 1, 2, 1, 2, 1)]
+
+
+def _read_and_write(lib, shape, spec):
+    """``x[key]`` (its shape and values) and x after ``x[key] = -1``, or the exception."""
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as exc:
+            return type(exc), str(exc).replace("torch", "ember")
+
+    def write():
+        x = lib.arange(float(np.prod(shape)), dtype=lib.float64).reshape(shape)
+        x[build(lib, spec)] = -1.0
+        return x
+    x = lib.arange(float(np.prod(shape)), dtype=lib.float64).reshape(shape)
+    read = attempt(lambda: x[build(lib, spec)])
+    return read, attempt(write)
+
+
+def _read_stays_in_torch_storage(spec, shape):
+    """Past the last dim a slice or an int has PyTorch read a size from behind the view's
+    sizes. For a view of up to five dims and a dim below five that read is one of the zeros of
+    its inline storage, which Ember follows; anywhere else it is a stride or memory beyond
+    (undefined, and it can crash torch), so keys that read there are left out."""
+    named = builtins.sum(1 for e in spec if e is not E and e is not None
+                         and not isinstance(e, bool))
+    d, n = 0, len(shape)
+    for e in spec:
+        if e is E:
+            d += len(shape) - named
+        elif e is None or isinstance(e, bool):
+            d, n = d + 1, n + 1
+        elif isinstance(e, (int, slice)) or (isinstance(e, T) and np.ndim(e.data) == 0):
+            if d >= n and not (n <= 5 and d < 5):
+                return False
+            if isinstance(e, int):
+                n -= 1
+            else:
+                d += 1
+        else:
+            d += 1
+    return True
+
+
+@pytest.mark.parametrize("spec,shape", [
+    pytest.param(spec, shape, id=f"{spec!r}-{shape}")
+    for spec in MULTI_ELLIPSIS_KEYS for shape in MULTI_ELLIPSIS_SHAPES
+    if _read_stays_in_torch_storage(spec, shape)])
+def test_several_ellipses_against_torch(spec, shape):
+    """The same view (shape, values) and the same written tensor as PyTorch, or the same
+    exception type and message. (The index kernel's own messages, for a mask or an index that
+    does not fit the view, are Ember's for any key: only their type is compared.)"""
+    for expected, actual in zip(_read_and_write(torch, shape, spec),
+                                _read_and_write(ember, shape, spec)):
+        if isinstance(expected, tuple):
+            assert actual[0] is expected[0]
+            advanced = any(isinstance(e, (T, list)) for e in spec)
+            if not (advanced and re.search(r"shape of the mask|out of bounds for dimension 0 ",
+                                           expected[1])):
+                assert actual[1] == expected[1]
+        else:
+            assert_same(expected, actual, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("spec", [(E, E, slice(0, 0)), (0, E, E), (E, slice(1, 3), E),
+                                  (E, E, slice(1, 3), slice(0, 0)), (E, None, E),
+                                  (E, T([2, 0]), E), (E, E, E, slice(0, 20))], ids=repr)
+def test_several_ellipses_differentiate_as_torch(spec):
+    """Values and gradients through getitem and setitem on the 3-D leaf, and torch's nodes."""
+    check_getitem(spec)
+    check_setitem(spec)
+    names = [type(lib.tensor(BASE, requires_grad=True)[build(lib, spec)].grad_fn).__name__
+             for lib in (torch, ember)]
+    assert names[0] == names[1]

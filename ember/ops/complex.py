@@ -5,15 +5,18 @@ functions only complex numbers need (``conj``, ``angle``, ``sgn``).
 Gradients follow PyTorch's convention: the gradient of a real loss L with respect to a complex
 z is dL/dRe(z) + i dL/dIm(z), so a holomorphic f passes ``grad * conj(f'(z))`` back.
 
-``conj`` is eager here: PyTorch returns a lazily conjugated view (``is_conj()`` True) sharing
-the input's memory; NumPy has no such view, so Ember's ``conj`` of a complex tensor is a new
-tensor and ``is_conj()`` is always False (``resolve_conj`` is then the identity).
+``conj`` is eager here: PyTorch returns a lazily conjugated view sharing the input's memory;
+NumPy has no such view, so Ember's ``conj`` of a complex tensor is a new tensor holding the
+conjugated values. It carries PyTorch's conjugate bit all the same (``is_conj()`` True, in the
+tensor's ``__dict__``), so ``resolve_conj`` materialises it as PyTorch does, with a clone (a
+copy of values that are conjugated already). Unlike PyTorch's, the bit is not passed on to
+views of that tensor.
 """
 import math
 
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name
-from .shape import make_view
+from .shape import make_view, select, clone
 from .elementwise import _zeros_like, where
 
 __all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical",
@@ -39,39 +42,25 @@ def _view_with_dtype(input, data, dtype, replay):
 # The parts of a complex tensor, as views
 # ---------------------------------------------------------------------------------------------
 
-class RealBackward0(Node):
-    __slots__ = ()
-
-    def backward(self, grad):
-        return complex(grad, _zeros_like(grad))
-
-
-class ImagBackward0(Node):
-    __slots__ = ()
-
-    def backward(self, grad):
-        return complex(_zeros_like(grad), grad)
-
-
 def real(input):
     """The real part as a view (writes go through to ``input``); a real tensor is its own real
-    part."""
+    part. PyTorch takes it as ``view_as_real(input).select(-1, 0)``, so its graph has those two
+    nodes."""
     if input._dtype._kind != 3:
         return input
-    out = _view_with_dtype(input, input._data.real, input._dtype.to_real(), real)
     if needs_grad(input):
-        record(RealBackward0, (input,), out)
-    return out
+        return select(view_as_real(input), -1, 0)
+    return _view_with_dtype(input, input._data.real, input._dtype.to_real(), real)
 
 
 def imag(input):
-    """The imaginary part as a view; PyTorch refuses real tensors."""
+    """The imaginary part as a view, ``view_as_real(input).select(-1, 1)``; PyTorch refuses
+    real tensors."""
     if input._dtype._kind != 3:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    out = _view_with_dtype(input, input._data.imag, input._dtype.to_real(), imag)
     if needs_grad(input):
-        record(ImagBackward0, (input,), out)
-    return out
+        return select(view_as_real(input), -1, 1)
+    return _view_with_dtype(input, input._data.imag, input._dtype.to_real(), imag)
 
 
 class ViewAsRealBackward0(Node):
@@ -170,8 +159,12 @@ def _conjugated(input, node_cls):
 
 
 def conj(input):
-    """The complex conjugate; a real tensor is returned as is (free on real paths)."""
-    return _conjugated(input, ConjBackward0)
+    """The complex conjugate; a real tensor is returned as is (free on real paths). The result
+    has the conjugate bit when ``input`` has not (conjugating twice clears it)."""
+    out = _conjugated(input, ConjBackward0)
+    if out is not input and not input.__dict__.get("_conj_bit"):
+        out.__dict__["_conj_bit"] = True
+    return out
 
 
 def conj_physical(input):
@@ -179,6 +172,9 @@ def conj_physical(input):
 
 
 def resolve_conj(input):
+    """``input`` without the conjugate bit: a clone where it has one, else ``input``."""
+    if input.__dict__.get("_conj_bit"):
+        return clone(input)
     return input
 
 
@@ -187,7 +183,7 @@ def resolve_neg(input):
 
 
 def is_conj(input):
-    return False
+    return bool(input.__dict__.get("_conj_bit"))
 
 
 def is_neg(input):

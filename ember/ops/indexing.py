@@ -9,7 +9,8 @@ from numpy import generic as _np_generic
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dim, device_mismatch, cast, \
     dtype_name, wrap_dim_no_scalar, checked_int_scalar
-from .shape import make_view, SliceBackward0, SelectBackward0, scatter_into_view
+from .shape import make_view, SliceBackward0, SelectBackward0, UnsqueezeBackward0, \
+    scatter_into_view
 from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 
@@ -34,7 +35,7 @@ def _convert_key(input, key):
     if len(key) > ndim and ndim and _dims_named(key) > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     if key.count(Ellipsis) > 1:
-        key = _drop_later_ellipses(key, ndim)
+        key = _resolve_ellipses(input, key)
     out = []
     basic = True
     float_index = False
@@ -55,7 +56,7 @@ def _convert_key(input, key):
             data = k._data
             if k._dtype is dt.uint8:
                 data = data.astype(bool)
-            if k._data.ndim == 0 and k._dtype._kind == 1:
+            if k._data.ndim == 0 and k._dtype._kind == 1 and k._dtype is not dt.uint8:
                 out.append(int(k.item()))  # a 0-d integer tensor indexes like an int: a view
                 continue
             out.append(data)
@@ -77,6 +78,10 @@ def _convert_key(input, key):
                                  f"{type(k).__name__})") from None
     if float_index:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if not basic and ndim == _dims_named(key) and any(k is Ellipsis for k in out):
+        # An Ellipsis that spans no dim does not part two advanced indices in PyTorch (it
+        # places index results by the dims they index); in NumPy it would move them first.
+        out = [k for k in out if k is not Ellipsis]
     return tuple(out), basic
 
 
@@ -99,18 +104,109 @@ def _is_full_slice(k):
             and k.step in (None, 1))
 
 
-def _drop_later_ellipses(key, ndim):
-    """PyTorch moves its dim counter past the dims the key leaves out at every Ellipsis, not
-    just the first: a later one is harmless only with nothing after it (or nothing left out);
-    anything after it would index past the last dim."""
-    second = key.index(Ellipsis, key.index(Ellipsis) + 1)
-    rest = [k for k in key[second:] if k is not Ellipsis and not _is_full_slice(k)]
-    for k in rest:
-        if isinstance(k, slice) and k.step is not None and operator.index(k.step) <= 0:
-            raise ValueError("step must be greater than zero")
-    if rest and ndim - _dims_named(key):
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    return key[:second] + tuple(rest)
+# The size PyTorch reads for a dim past a view's last one. It reads beyond the view's sizes in
+# c10's SizesAndStrides: the zeros of its inline storage for views of up to five dims (what Ember
+# follows), a stride or memory beyond the sizes otherwise (undefined; Ember does not copy it).
+_PAST_END_SIZE = 0
+
+
+def _resolve_ellipses(input, key):
+    """A key with several Ellipses as PyTorch reads it, rewritten without them. PyTorch moves
+    its dim counter past the dims the key leaves out at every Ellipsis, not just the first, so
+    what follows a later one may land past the last dim: a slice there that starts at 0 with
+    step 1 and stops at or past ``_PAST_END_SIZE`` is skipped, anything else fails as
+    ``select``/``slice``/``unsqueeze``/``index`` fail on a dim out of range. The result spells each Ellipsis as the full slices it spans in range and
+    leaves out the skipped slices; errors are raised here, in PyTorch's order and words (an
+    int's error names its place in the key). A key element of no index type is left for
+    ``_convert_key`` to refuse."""
+    xp = input._backend.xp
+    spanned = input._data.ndim - _dims_named(key)
+    if spanned < 0:  # (the check in _convert_key leaves 0-d tensors to this)
+        raise IndexError(f"too many indices for tensor of dimension {input._data.ndim}")
+    sizes = list(input._data.shape)  # of the view so far
+    out = []
+    d = 0
+    last_index = None  # the dim of the last tensor index PyTorch records
+    for place, k in enumerate(key):
+        entry = _index_kind(xp, k)
+        if entry is None:
+            return key
+        kind, n = entry[0], len(sizes)
+        if kind == "ellipsis":
+            out.extend([slice(None)] * builtins.max(0, builtins.min(spanned, n - d)))
+            d += spanned
+        elif kind in ("none", "bool"):  # a bool unsqueezes, then indexes the new dim
+            if d > n:
+                raise _dim_out_of_range(d, n + 1)
+            sizes.insert(d, 1)
+            out.append(k)
+            if kind == "bool":
+                last_index = d
+            d += 1
+        elif kind == "select":
+            i = entry[1]
+            size = sizes[d] if d < n else _PAST_END_SIZE
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {place} with size "
+                                 f"{size}")
+            if d >= n:
+                raise _dim_out_of_range(d, n)
+            del sizes[d]
+            out.append(k)
+        elif kind == "slice":
+            start, stop, step = entry[1:]
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            if d < n:
+                sizes[d] = len(range(*slice(start, stop, step).indices(sizes[d])))
+                out.append(k)
+            else:
+                if not (start == 0 and step == 1 and (stop is None or _PAST_END_SIZE <= stop)):
+                    raise _dim_out_of_range(d, n)
+            d += 1
+        else:  # an index tensor (or sequence): PyTorch records it and moves past its dims
+            out.append(k)
+            last_index = d
+            d += entry[1]
+    if last_index is not None and last_index >= len(sizes):
+        raise IndexError(f"too many indices for tensor of dimension {len(sizes)} (got "
+                         f"{last_index + 1})")
+    return tuple(out)
+
+
+def _index_kind(xp, k):
+    """How PyTorch's indexing loop treats one key element: ``("ellipsis",)``, ``("none",)``,
+    ``("bool",)`` (a Python or 0-d bool), ``("select", i)``, ``("slice", start, stop, step)``
+    (``stop`` None when open) or ``("index", dims it spans)``; None for no index type."""
+    if k is Ellipsis:
+        return ("ellipsis",)
+    if k is None:
+        return ("none",)
+    if isinstance(k, bool):
+        return ("bool",)
+    if isinstance(k, slice):
+        def as_int(v, default):
+            return default if v is None else operator.index(v)
+        return ("slice", as_int(k.start, 0), None if k.stop is None else operator.index(k.stop),
+                as_int(k.step, 1))
+    if isinstance(k, Tensor):
+        if k._dtype in (dt.bool, dt.uint8):
+            return ("bool",) if k._data.ndim == 0 else ("index", k._data.ndim)
+        if k._data.ndim == 0 and k._dtype._kind == 1:
+            return ("select", int(k.item()))
+        return ("index", 1)
+    if isinstance(k, (list, tuple, range)):
+        arr = _sequence_index(xp, list(k))
+        return ("index", arr.ndim if arr.dtype.kind == "b" else 1)
+    try:
+        return ("select", operator.index(k))
+    except TypeError:
+        return None
+
+
+def _dim_out_of_range(d, n):
+    return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but "
+                      f"got {d})")
 
 
 def _sequence_index(xp, seq):
@@ -148,13 +244,30 @@ def _basic_index(xp, arr, key):
     try:
         data = arr[key]
     except IndexError as exc:
-        raise IndexError(str(exc).replace("axis", "dimension")) from None
+        raise (_out_of_bounds(arr.shape, key)
+               or IndexError(str(exc).replace("axis", "dimension"))) from None
     if isinstance(data, _np_generic):
         # Every dim indexed by an int: NumPy returns a scalar; a trailing ... keeps a 0-d view.
         data = arr[tuple(k for k in key if k is not Ellipsis) + (Ellipsis,)]
     if any(k is None for k in key):
         data = xp.lib.stride_tricks.as_strided(data, data.shape, _unsqueezed_strides(arr, key, data))
     return data
+
+
+def _out_of_bounds(shape, key):
+    """PyTorch's error for the first int of a basic key outside its dim, which it names by the
+    int's place in the key (not the dim's): None if every int is in range."""
+    specified = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    d = 0
+    for place, k in enumerate(key):
+        if k is Ellipsis:
+            d += len(shape) - specified
+        elif k is not None:
+            if type(k) is int and d < len(shape) and not -shape[d] <= k < shape[d]:
+                return IndexError(f"index {k} is out of bounds for dimension {place} with size "
+                                  f"{shape[d]}")
+            d += 1
+    return None
 
 
 def _unsqueezed_strides(arr, key, data):
@@ -178,19 +291,92 @@ def _unsqueezed_strides(arr, key, data):
     return tuple(strides)
 
 
-def _basic_node(nkey):
-    """PyTorch names a basic index's node after the last step it applies (select, slice or
-    unsqueeze); the backward is the same scatter-into-view for all three."""
-    last = next((k for k in reversed(nkey) if k is not Ellipsis), slice(None))
-    if isinstance(last, int):
+def _basic_node(key, k):
+    """The node PyTorch records for a key of one basic entry ``k``: a lone slice is always
+    sliced (even ``x[:]``), but a tuple's full slices are skipped, which leaves an alias."""
+    if type(k) is int:
         return SelectBackward0
-    if last is None:
+    if k is None:
         return _UnsqueezeByIndexBackward
+    if k is Ellipsis or (isinstance(key, (tuple, list)) and _is_full_slice(k)):
+        return AliasBackward0
     return SliceBackward0
 
 
 # `x[None]` is named like unsqueeze, though its backward is the slicing one.
 _UnsqueezeByIndexBackward = type("UnsqueezeBackward0", (SliceBackward0,), {"__slots__": ()})
+
+
+class AliasBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad
+
+
+def _alias(input):
+    out = make_view(input, input._data[...], _alias)
+    if _needs(input):
+        record(AliasBackward0, (input,), out)
+    return out
+
+
+def _basic_steps(shape, nkey):
+    """The views PyTorch's ``applySlicing`` takes for a basic key, in order, as ``(step,
+    dim)`` or ``(step, dim, entry)``. A slice that keeps the whole dim (start 0, step 1, stop
+    past the end) is skipped, as PyTorch skips it."""
+    sizes = list(shape)
+    steps = []
+    d = 0
+    for k in nkey:
+        if k is None:
+            steps.append((_unsqueeze_step, d))
+            sizes.insert(d, 1)
+            d += 1
+        elif k is Ellipsis:
+            d += len(shape) - builtins.sum(1 for e in nkey if e is not None and e is not Ellipsis)
+        elif type(k) is int:
+            steps.append((_select_step, d, k))
+            del sizes[d]
+        else:
+            if not (k.start in (None, 0) and k.step in (None, 1)
+                    and (k.stop is None or k.stop >= sizes[d])):
+                steps.append((_slice_step, d, k))
+            d += 1
+    return steps
+
+
+def _select_step(input, d, i):
+    return _step_view(input, (slice(None),) * d + (i, Ellipsis), SelectBackward0,
+                      lambda t: _select_step(t, d, i))
+
+
+def _slice_step(input, d, k):
+    return _step_view(input, (slice(None),) * d + (k,), SliceBackward0,
+                      lambda t: _slice_step(t, d, k))
+
+
+def _unsqueeze_step(input, d):
+    # PyTorch's unsqueeze strides (the size times the stride of the dim it lands before)
+    key = (slice(None),) * d + (None,)
+    data = _basic_index(input._backend.xp, input._data, key)
+    out = make_view(input, data, lambda t: _unsqueeze_step(t, d))
+    if _needs(input):
+        record(UnsqueezeBackward0, (input,), out, in_shape=input._data.shape)
+    return out
+
+
+def _step_view(input, key, node_cls, replay):
+    out = make_view(input, input._data[key], replay)
+    if _needs(input):
+        record(node_cls, (input,), out, in_shape=input._data.shape, replay=replay)
+    return out
+
+
+def _apply_steps(input, steps):
+    for step, *args in steps:
+        input = step(input, *args)
+    return input
 
 
 class IndexBackward0(Node):
@@ -203,28 +389,68 @@ class IndexBackward0(Node):
 
 def getitem(input, key):
     nkey, basic = _convert_key(input, key)
-    if basic:
-        if input._data.ndim == 0 and any(isinstance(k, int) for k in nkey):
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if not basic:
+        return _advanced_getitem(input, nkey)
+    if input._data.ndim == 0 and any(isinstance(k, int) for k in nkey):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if len(nkey) == 1 or not _needs(input):
+        # One entry is one view (and without a graph, so is any basic key).
         data = _basic_index(input._backend.xp, input._data, nkey)
-        replay = lambda t: getitem(t, nkey)  # noqa: E731
+        rkey = nkey[0] if type(key) is slice else nkey  # a lone slice is no tuple's slice
+        replay = lambda t: getitem(t, rkey)  # noqa: E731
         out = make_view(input, data, replay)
         if _needs(input):
-            record(_basic_node(nkey), (input,), out, in_shape=input._data.shape, replay=replay)
+            record(_basic_node(key, nkey[0]), (input,), out, in_shape=input._data.shape,
+                   replay=replay)
         return out
-    basic_key, advanced_key = _split_integers(nkey)
-    if basic_key is not None:
-        return getitem_converted(getitem(input, basic_key), advanced_key)
-    return getitem_converted(input, nkey)
+    steps = _basic_steps(input._data.shape, nkey)
+    return _checked_steps(input, nkey, steps) if steps else _alias(input)
 
 
-def _split_integers(nkey):
-    """PyTorch applies integer indices as ``select`` before advanced indexing, so unlike in NumPy
-    an int never counts as an advanced index (which would move the indexed dims to the front).
-    Returns (basic key with the ints, the rest of the key), or (None, None) without ints."""
-    if not any(type(k) is int for k in nkey):
-        return None, None
+def _checked_steps(input, key, steps):
+    try:
+        return _apply_steps(input, steps)
+    except IndexError:
+        _basic_index(input._backend.xp, input._data, key)  # PyTorch's message for the key
+        raise
+
+
+def _advanced_getitem(input, nkey):
+    """PyTorch's order: the key's basic entries as views first (ints as ``select``, so unlike
+    in NumPy an int never counts as an advanced index that moves the indexed dims to the
+    front), then one advanced index over what is left."""
+    if not _takes_views(nkey):
+        return getitem_converted(input, nkey)
+    basic_key, advanced_key = _split_basic(input._backend.xp, nkey)
+    steps = _basic_steps(input._data.shape, basic_key)
+    if not steps:
+        return getitem_converted(input, advanced_key)
+    if _needs(input):
+        sliced = _checked_steps(input, basic_key, steps)
+    else:
+        sliced = make_view(input, _basic_index(input._backend.xp, input._data, basic_key),
+                           lambda t: getitem(t, basic_key))
+    return getitem_converted(sliced, advanced_key)
+
+
+def _takes_views(nkey):
+    """Whether a key's basic entries do anything before its advanced ones (a quick test that
+    passes ``x[idx]``, ``x[:, idx]``, ``x[..., mask]`` straight to the index)."""
+    for k in nkey:
+        if k is None or type(k) is int:
+            return True
+        if isinstance(k, slice):
+            if not _is_full_slice(k):
+                return True
+        elif k is not Ellipsis and not k.ndim:  # a 0-d bool: unsqueeze, then index
+            return True
+    return False
+
+
+def _split_basic(xp, nkey):
+    """(the basic entries, the advanced key left for the view they make). A 0-d bool index is
+    PyTorch's unsqueeze then an index of ``[0]`` (True) or ``[]`` (False) into the new dim."""
     basic, advanced = [], []
     for k in nkey:
         if type(k) is int:
@@ -235,10 +461,22 @@ def _split_integers(nkey):
         elif k is None or isinstance(k, slice):
             basic.append(k)
             advanced.append(slice(None))
+        elif k.ndim == 0 and k.dtype.kind == "b":
+            basic.append(None)
+            advanced.append(xp.zeros(1 if k else 0, dtype="int64"))
         else:  # an index array; a boolean one spans as many dims as it has
             basic.extend([slice(None)] * (k.ndim if k.dtype.kind == "b" else 1))
             advanced.append(k)
     return tuple(basic), tuple(advanced)
+
+
+def _split_integers(xp, nkey):
+    """PyTorch applies integer indices as ``select`` before advanced indexing, so unlike in NumPy
+    an int never counts as an advanced index (which would move the indexed dims to the front).
+    Returns ``_split_basic``'s (basic key, advanced key), or (None, None) without ints."""
+    if not any(type(k) is int for k in nkey):
+        return None, None
+    return _split_basic(xp, nkey)
 
 
 class IndexPutBackward0(Node):
@@ -302,7 +540,7 @@ def setitem(input, key, value):
     if basic:
         copy_(getitem(input, nkey), value)
         return
-    basic_key, advanced_key = _split_integers(nkey)
+    basic_key, advanced_key = _split_integers(input._backend.xp, nkey)
     if basic_key is not None:
         input, nkey = getitem(input, basic_key), advanced_key
     if isinstance(value, Tensor) and value._dtype is not input._dtype:
