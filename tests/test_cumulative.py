@@ -205,6 +205,32 @@ def test_pdist_errors_and_reexports():
     compare(lambda lib: lib.cosine_similarity(lib.ones(2, 3), lib.arange(6.0).reshape(2, 3)))
 
 
+def test_cosine_similarity_is_torch_composite():
+    """PyTorch's composite: integer operands converted, inputs expanded only when their shapes
+    differ, norms clamped in place without a record (so a vector shorter than eps gets the
+    unclamped norm's gradient), PyTorch's dtype/eps/broadcast errors."""
+    from test_graph_names import graph_of
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    x[0] = 1e-10  # its norm is clamped to eps
+    for a, b, kw in ((x, x[::-1].copy(), {}), (x, x[1:2], {"dim": -1}), (x, x[1:2] * 0, {})):
+        outs, graphs = [], []
+        for lib in (torch, ember):
+            ta, tb = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+            out = lib.nn.functional.cosine_similarity(ta, tb, **kw)
+            graphs.append(graph_of([out], [ta, tb]))
+            out.backward(lib.arange(1.0, 5.0, dtype=lib.float64))
+            outs.append([out, ta.grad, tb.grad])
+        assert_same(*outs, rtol=1e-12, atol=1e-14)
+        assert graphs[1] == graphs[0]
+    compare(lambda lib: lib.cosine_similarity(lib.arange(6).reshape(2, 3),
+                                              lib.ones(2, 3, dtype=lib.float64)))
+    compare_error(lambda lib: lib.cosine_similarity(lib.ones(2, 3, dtype=lib.int64),
+                                                    lib.ones(2, 3, dtype=lib.int32)))
+    compare_error(lambda lib: lib.cosine_similarity(lib.ones(2, 3), lib.ones(2, 3), eps=-1.0))
+    compare_error(lambda lib: lib.nn.functional.cosine_similarity(lib.ones(2, 5),
+                                                                  lib.ones(2, 4)))
+
+
 def test_distance_ops_mix_devices_error():
     a = ember.ones(2, 3)
     b = ember.ones(2, 3, device="testdev")

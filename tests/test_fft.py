@@ -197,10 +197,13 @@ def test_second_order_against_torch():
 # ---- one backend call per transform --------------------------------------------------------
 
 @pytest.mark.parametrize("name", TRANSFORMS)
-def test_one_backend_fft_call_per_transform(monkeypatch, name):
+def test_one_backend_fft_call_per_kernel(monkeypatch, name):
+    """One backend call per FFT kernel PyTorch's front end runs: one per transform, except
+    hfftn/ihfftn over several dims, which run a complex transform over the other dims and a
+    one-sided one along the last (two nodes in PyTorch's graph too)."""
     calls = []
     xp_fft = ember.tensor([0.0])._backend.xp.fft
-    for routine in ("fftn", "ifftn", "rfftn", "irfftn"):
+    for routine in ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn"):
         original = getattr(xp_fft, routine)
 
         def counted(*args, _original=original, _routine=routine, **kwargs):
@@ -210,7 +213,69 @@ def test_one_backend_fft_call_per_transform(monkeypatch, name):
     dtype = ember.float32 if name in REAL_INPUT_ONLY else ember.complex64
     x = ember.randn(8, 4, 6, dtype=dtype)
     getattr(ember.fft, name)(x)
-    assert len(calls) == 1, calls
+    assert len(calls) == (2 if name in ("hfft2", "hfftn", "ihfft2", "ihfftn") else 1), calls
+
+
+# ---- PyTorch's front ends ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_front_end_graph_and_conjugate_bit(name):
+    """A real input promoted to complex (``to``), ``s`` trimming (``narrow``) and padding
+    (``constant_pad_nd``) are nodes of the graph as in PyTorch, and the result carries the
+    conjugate bit exactly where PyTorch's does (an inverse transform of real input)."""
+    real = name in REAL_INPUT_ONLY or name.lstrip("i").startswith("fft")
+    kwargs = {"n": 5} if name[-1] == "t" else {"s": (5, 7)}
+    results = []
+    for lib in (torch, ember):
+        x = _input(lib, "float64" if real else "complex128").requires_grad_()
+        y = getattr(lib.fft, name)(x, **kwargs)
+        chain, node = [], y.grad_fn
+        while node is not None and type(node).__name__ != "AccumulateGrad":
+            chain.append(type(node).__name__)
+            node = node.next_functions[0][0]
+        results.append((chain, y.is_conj()))
+    assert results[1] == results[0]
+
+
+def test_gradient_through_complex_promotion_is_the_real_part_without_warning():
+    """``ToCopyBackward0`` from real to complex hands a real input the real part of the
+    gradient, as PyTorch, and without NumPy's complex-to-real cast warning."""
+    import warnings
+    grads = []
+    for lib in (torch, ember):
+        x = _input(lib, "float64").requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (lib.fft.fftn(x) * (1 + 2j)).real.sum().backward()
+        grads.append(_np(x.grad))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-10, atol=1e-10)
+
+
+SECOND_ORDER = {
+    "rfft_n": lambda lib, x: lib.view_as_real(lib.fft.rfft(x, n=6)),
+    "ifft_real_input": lambda lib, x: lib.view_as_real(lib.fft.ifft(x, n=10).resolve_conj()),
+    "fftn_real_input": lambda lib, x: lib.view_as_real(lib.fft.fftn(x, s=(2, 9))),
+    "ihfft2": lambda lib, x: lib.view_as_real(lib.fft.ihfft2(x, s=(2, 5))),
+    "irfft": lambda lib, x: lib.fft.irfft(lib.view_as_complex(x.reshape(3, 4, 2)), n=7),
+    "hfftn": lambda lib, x: lib.fft.hfftn(lib.view_as_complex(x.reshape(3, 4, 2)), s=(2, 6)),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_order_gradients(name):
+    """``create_graph`` through the kernels' backward formulas: the gradient of a squared
+    norm of the first gradient, against torch."""
+    arr = np.random.default_rng(0).standard_normal((3, 8))
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor(arr, requires_grad=True)
+        y = SECOND_ORDER[name](lib, x)
+        w = lib.tensor(np.random.default_rng(1).standard_normal(tuple(y.shape)))
+        g, = lib.autograd.grad((y * y * w).sum(), x, create_graph=True)
+        gg, = lib.autograd.grad((g * g).sum(), x)
+        results.append((_np(g), _np(gg)))
+    for expected, actual in zip(*results):
+        np.testing.assert_allclose(actual, expected, rtol=1e-9, atol=1e-9)
 
 
 # ---- laws -------------------------------------------------------------------------------------

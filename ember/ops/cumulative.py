@@ -306,6 +306,41 @@ def unfold(input, dimension, size, step):
     return out
 
 
+class UnfoldBackwardBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return unfold(grad, self.dim, self.size, self.step)
+
+
+def unfold_backward(grad_in, input_sizes, dim, size, step):
+    """ATen's ``unfold_backward``: windows laid out as ``Tensor.unfold(dim, size, step)`` lays
+    them out (``grad_in``), summed back into a tensor of ``input_sizes`` (overlap-add). Window
+    ``f`` covers positions ``f * step + k``; the windows are added in ``ceil(size / step)``
+    slabs, slab ``j`` holding each window's samples ``j * step ...``, which land in disjoint
+    ``step``-long blocks, so each slab is one vectorised add."""
+    xp = grad_in._backend.xp
+    g = grad_in._data
+    sizes = tuple(input_sizes)
+    d = wrap_dim(dim, len(sizes))
+    frames = g.shape[d]
+    slabs = -(-size // step)
+    lead, rest = sizes[:d], sizes[d + 1:]
+    blocks = xp.zeros(lead + (frames + slabs, step) + rest, dtype=g.dtype)
+    windows = xp.moveaxis(g, -1, d + 1)                       # (..., frames, size, ...)
+    pick = (slice(None),) * d
+    for j in range(slabs):
+        width = builtins.min(step, size - j * step)
+        blocks[pick + (slice(j, j + frames), slice(0, width))] += \
+            windows[pick + (slice(None), slice(j * step, j * step + width))]
+    flat = blocks.reshape(lead + ((frames + slabs) * step,) + rest)
+    data = xp.ascontiguousarray(flat[pick + (slice(0, sizes[d]),)])
+    res = _wrap(data, grad_in._dtype, grad_in)
+    if needs_grad(grad_in):
+        record(UnfoldBackwardBackward0, (grad_in,), res, dim=d, size=size, step=step)
+    return res
+
+
 def _storage_root(input):
     """The tensor whose array is the whole storage ``input`` views, and ``input``'s offset in it
     (in elements)."""

@@ -1,46 +1,66 @@
-"""Discrete Fourier transforms (``torch.fft``): every transform is one call to the backend's
-``xp.fft`` n-dimensional routine, which handles the batch axes itself.
+"""Discrete Fourier transforms (``torch.fft``), built as PyTorch builds them: each function is
+a front end (dtype promotion with ``to``, trimming with ``narrow`` and zero-padding with
+``constant_pad_nd`` to the requested sizes, ``conj`` where a transform runs in the other
+direction) over three kernels with PyTorch's names and backward formulas, so ``grad_fn``
+chains print as PyTorch's. Each kernel is one call to the backend's ``xp.fft`` routine (the
+one-dimensional one for one dim), which handles the batch axes itself.
 
-Three kinds of transform, one node each:
+* ``_fft_c2c`` (``FftC2CBackward0``): linear, so the gradient is the transform in the other
+  direction with the same scaling;
+* ``_fft_r2c`` (``FftR2CBackward0``): real to complex, full or one-sided. The adjoint of "keep
+  the first n//2+1 outputs" is zero-padding, so the gradient is the inverse transform of the
+  padded gradient (its real part reaches the real input);
+* ``_fft_c2r`` (``FftC2RBackward0``): one-sided complex to real; the gradient is the one-sided
+  forward transform of the gradient with the entries that stand for two spectrum entries
+  doubled.
 
-* complex to complex (``fft``, ``ifft``, ``fftn``…): linear, so the gradient is the adjoint
-  transform, the opposite direction with the dual normalisation ("backward" <-> "forward");
-* real to complex, one-sided (``rfft``…): the adjoint of "keep the first n//2+1 outputs" is
-  zero-padding, so the gradient is the full inverse transform of the padded gradient (its real
-  part reaches the real input);
-* complex to real (``irfft``…): PyTorch's formula, the one-sided forward transform of the
-  gradient with the entries that stand for two spectrum entries doubled.
-
-``s``/``n`` trim or zero-pad the input along each transformed dimension before the transform;
-the gradient is trimmed or padded back to the input's size.
+A kernel's ``normalization`` is PyTorch's ``fft_norm_mode``: how the result is scaled (not at
+all, by 1/sqrt(n), by 1/n), whatever the direction; ``norm=`` names the scaling by the
+direction it applies to, and ``_norm_mode`` translates, as PyTorch's ``norm_from_string``.
 """
 import operator
 
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, wrap_dim, wrap_dim_no_scalar, dtype_name
-from .shape import roll
+from .shape import roll, narrow
+from .conv import constant_pad_nd
+from .complex import conj, conj_physical
 
 __all__ = []  # the ember.fft namespace (ember/fft.py) exports these
 
-_DUAL_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 _COMPLEX_OF = {dt.float32: dt.complex64, dt.float64: dt.complex128}
+
+# PyTorch's fft_norm_mode
+_NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
 
 
 # ---------------------------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------------------------
 
-def _norm(norm):
-    if norm is None:
-        return "backward"
-    if norm not in _DUAL_NORM:
-        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
-    return norm
+def _norm_mode(norm, forward):
+    """The scaling a transform in direction ``forward`` applies under ``norm=``."""
+    if norm is None or norm == "backward":
+        return _NONE if forward else _BY_N
+    if norm == "forward":
+        return _BY_N if forward else _NONE
+    if norm == "ortho":
+        return _BY_ROOT_N
+    raise RuntimeError(f'Invalid normalization mode: "{norm}"')
 
 
-def _compute_dtype(input, real_input_required=None):
-    """The complex dtype the transform computes in: ints and bool go through the default float
-    dtype; half precision has no CPU kernel in PyTorch."""
+def _numpy_norm(mode, forward):
+    """NumPy's ``norm=`` for a transform in direction ``forward`` scaled by ``mode``."""
+    if mode == _BY_ROOT_N:
+        return "ortho"
+    unscaled = "backward" if forward else "forward"
+    scaled = "forward" if forward else "backward"
+    return scaled if mode == _BY_N else unscaled
+
+
+def _fft_dtype(input, require_complex, real_input_required=None):
+    """The dtype the transform computes in (PyTorch's ``promote_type_fft``): ints and bool go
+    through the default float dtype; half precision has no CPU kernel in PyTorch."""
     d = input._dtype
     if d._kind == 3:
         if real_input_required:
@@ -52,7 +72,13 @@ def _compute_dtype(input, real_input_required=None):
         d = dt.get_default_dtype()
     if d not in _COMPLEX_OF:
         raise RuntimeError(f"Unsupported dtype {dtype_name(d)}")
-    return _COMPLEX_OF[d]
+    return _COMPLEX_OF[d] if require_complex else d
+
+
+def _promote(input, require_complex, real_input_required=None):
+    """``input`` in the dtype the transform computes in (a ``to`` copy when it is not)."""
+    target = _fft_dtype(input, require_complex, real_input_required)
+    return input if input._dtype is target else input.to(target)
 
 
 def _check_points(n):
@@ -105,71 +131,75 @@ def _n_dims(fn, input, s, dim):
             if v != -1:
                 _check_points(v)
                 sizes[i] = v
+    for d, n in zip(dims, sizes):
+        if n is None:
+            _check_points(input._data.shape[d])
     return dims, sizes
 
 
-def _transform_sizes(x, dims, sizes):
-    s = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
-    for n in s:
-        _check_points(n)
-    return s
+def _c2r_sizes(fn, input, dims, sizes):
+    """The output length of the last (Hermitian) dim, and the sizes the input is resized to
+    (that dim to ``n // 2 + 1``), as PyTorch's c2r front ends resolve them."""
+    if not dims:
+        raise RuntimeError(f"{fn} must transform at least one axis")
+    last = sizes[-1]
+    if last is None:
+        last = 2 * (input._data.shape[dims[-1]] - 1)
+    _check_points(last)
+    return last, list(sizes[:-1]) + [last // 2 + 1]
 
 
-def _resize(grad, dims, sizes):
-    """``grad`` trimmed or zero-padded along ``dims`` to ``sizes`` (the adjoint of the input
-    resizing ``s`` does), as Ember ops so the gradient stays differentiable."""
-    from .indexing import getitem
-    from .shape import cat
-    shape = grad._data.shape
-    key = [slice(None)] * len(shape)
-    trimmed = False
-    for d, size in zip(dims, sizes):
-        if shape[d] > size:
-            key[d] = slice(0, size)
-            trimmed = True
-    if trimmed:
-        grad = getitem(grad, tuple(key))
-    for d, size in zip(dims, sizes):
-        have = grad._data.shape[d]
-        if have < size:
-            pad_shape = list(grad._data.shape)
-            pad_shape[d] = size - have
-            zeros = _wrap(grad._backend.xp.zeros(pad_shape, dtype=grad._data.dtype),
-                          grad._dtype, grad)
-            grad = cat([grad, zeros], d)
-    return grad
+def _resize(x, dims, sizes):
+    """PyTorch's ``resize_fft_input``: ``x`` trimmed (``narrow``, one view per dim) or
+    zero-padded (one ``constant_pad_nd`` for all dims) to ``sizes`` (None: as it is) along
+    ``dims``."""
+    if sizes.count(None) == len(sizes):
+        return x
+    pads = [[0, 0] for _ in range(x._data.ndim)]
+    pad = False
+    for d, n in zip(dims, sizes):
+        if n is None:
+            continue
+        have = x._data.shape[d]
+        if have < n:
+            pads[d][1] = n - have
+            pad = True
+        elif have > n:
+            x = narrow(x, d, 0, n)
+    return constant_pad_nd(x, tuple(map(tuple, pads)), 0) if pad else x
 
 
 # ---------------------------------------------------------------------------------------------
-# The three transforms
+# The three kernels
 # ---------------------------------------------------------------------------------------------
 
 class FftC2CBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        g = _c2c(grad, self.dims, [None] * len(self.dims), _DUAL_NORM[self.norm], not self.forward)
-        return _resize(g, self.dims, self.in_sizes)
+        return _fft_c2c(grad, self.dim, self.normalization, not self.forward)
 
 
-def _c2c(input, dims, sizes, norm, forward):
-    cd = _compute_dtype(input)
+def _fft_c2c(input, dim, normalization, forward):
+    """The complex transform of ``input`` (complex) along the dims ``dim``."""
     xp = input._backend.xp
     x = input._data
-    if x.dtype != cd.np:
-        x = x.astype(cd.np)
-    s = _transform_sizes(x, dims, sizes)
-    if dims:
-        transform = xp.fft.fftn if forward else xp.fft.ifftn
-        data = transform(x, s=s, axes=dims, norm=norm)
-        if data.dtype != cd.np:
-            data = data.astype(cd.np)
+    if not dim:
+        data = x.copy()
     else:
-        data = x.copy() if x is input._data else x
-    res = _wrap(data, cd, input)
+        norm = _numpy_norm(normalization, forward)
+        if len(dim) == 1:  # NumPy's one-dimensional routines skip fftn's per-call set-up
+            transform = xp.fft.fft if forward else xp.fft.ifft
+            data = transform(x, axis=dim[0], norm=norm)
+        else:
+            transform = xp.fft.fftn if forward else xp.fft.ifftn
+            data = transform(x, axes=dim, norm=norm)
+        if data.dtype != x.dtype:
+            data = data.astype(x.dtype)
+    res = _wrap(data, input._dtype, input)
     if needs_grad(input):
-        record(FftC2CBackward0, (input,), res, dims=dims, norm=norm, forward=forward,
-               in_sizes=[input._data.shape[d] for d in dims])
+        record(FftC2CBackward0, (input,), res, dim=list(dim), normalization=normalization,
+               forward=forward)
     return res
 
 
@@ -177,32 +207,35 @@ class FftR2CBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        dims = self.dims
-        full = _resize(grad, dims[-1:], [self.last_size])  # zero-pad the one-sided half
-        g = _c2c(full, dims, [None] * len(dims), _DUAL_NORM[self.norm], not self.forward)
-        return _resize(g, dims, self.in_sizes)
+        dim = self.dim
+        if self.onesided:  # zero-pad the one-sided half back to the full spectrum
+            missing = self.last_dim_size - grad._data.shape[dim[-1]]
+            if missing > 0:
+                pads = [(0, 0)] * grad._data.ndim
+                pads[dim[-1]] = (0, missing)
+                grad = constant_pad_nd(grad, tuple(pads), 0)
+        return _fft_c2c(grad, dim, self.normalization, False)
 
 
-def _r2c(fn, input, dims, sizes, norm, forward=True):
-    cd = _compute_dtype(input, real_input_required=fn)
-    if not dims:
-        raise RuntimeError(f"{fn} must transform at least one axis")
-    rd = cd.to_real()
+def _fft_r2c(input, dim, normalization, onesided):
+    """The forward transform of ``input`` (real floating point) along ``dim``: the full
+    spectrum, or with ``onesided`` its first ``n // 2 + 1`` entries along the last dim."""
     xp = input._backend.xp
     x = input._data
-    if x.dtype != rd.np:
-        x = x.astype(rd.np)
-    s = _transform_sizes(x, dims, sizes)
-    if forward:
-        data = xp.fft.rfftn(x, s=s, axes=dims, norm=norm)
-    else:  # ihfft: the conjugate of the one-sided forward transform under the dual norm
-        data = xp.conj(xp.fft.rfftn(x, s=s, axes=dims, norm=_DUAL_NORM[norm]))
+    norm = _numpy_norm(normalization, True)
+    if len(dim) == 1:
+        transform = xp.fft.rfft if onesided else xp.fft.fft
+        data = transform(x, axis=dim[0], norm=norm)
+    else:
+        transform = xp.fft.rfftn if onesided else xp.fft.fftn
+        data = transform(x, axes=dim, norm=norm)
+    cd = _COMPLEX_OF[input._dtype]
     if data.dtype != cd.np:
         data = data.astype(cd.np)
     res = _wrap(data, cd, input)
     if needs_grad(input):
-        record(FftR2CBackward0, (input,), res, dims=dims, norm=norm, forward=forward,
-               last_size=s[-1], in_sizes=[input._data.shape[d] for d in dims])
+        record(FftR2CBackward0, (input,), res, dim=list(dim), normalization=normalization,
+               onesided=onesided, last_dim_size=x.shape[dim[-1]])
     return res
 
 
@@ -210,85 +243,116 @@ class FftC2RBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        dims = self.dims
-        g = _r2c("irfftn", grad, dims, [None] * len(dims), _DUAL_NORM[self.norm])
+        dim = self.dim
+        g = _fft_r2c(grad, dim, self.normalization, True)
         # Each entry strictly between DC and Nyquist stands for itself and its mirror image.
-        n = self.last_size
-        doubled = n - g._data.shape[dims[-1]]
+        last = dim[-1]
+        doubled = grad._data.shape[last] - g._data.shape[last]
         if doubled > 0:
-            scale = g._backend.xp.ones(g._data.shape[dims[-1]], dtype=g._dtype.to_real().np)
+            real = g._dtype.to_real()
+            scale = g._backend.xp.ones(g._data.shape[last], dtype=real.np)
             scale[1:1 + doubled] = 2
-            scale = scale.reshape((-1,) + (1,) * (g._data.ndim - 1 - dims[-1]))
-            g = g * _wrap(scale, g._dtype.to_real(), g)
-        return _resize(g, dims, self.in_sizes)
+            scale = scale.reshape((-1,) + (1,) * (g._data.ndim - 1 - last))
+            g = g * _wrap(scale, real, g)
+        return g
 
 
-def _c2r(fn, input, dims, sizes, norm):
-    if not dims:
-        raise RuntimeError(f"{fn} must transform at least one axis")
-    cd = _compute_dtype(input)
+def _fft_c2r(input, dim, normalization, last_dim_size):
+    """The real inverse transform of the one-sided spectrum ``input`` (complex, ``n // 2 + 1``
+    entries along the last of ``dim``) to ``last_dim_size`` points."""
     xp = input._backend.xp
     x = input._data
-    if x.dtype != cd.np:
-        x = x.astype(cd.np)
-    s = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
-    if sizes[-1] is None:
-        s[-1] = 2 * (x.shape[dims[-1]] - 1)
-    for n in s:
-        _check_points(n)
-    data = xp.fft.irfftn(x, s=s, axes=dims, norm=norm)
-    rd = cd.to_real()
+    norm = _numpy_norm(normalization, False)
+    if len(dim) == 1:
+        data = xp.fft.irfft(x, n=last_dim_size, axis=dim[0], norm=norm)
+    else:
+        s = [x.shape[d] for d in dim[:-1]] + [last_dim_size]
+        data = xp.fft.irfftn(x, s=s, axes=dim, norm=norm)
+    rd = input._dtype.to_real()
     if data.dtype != rd.np:
         data = data.astype(rd.np)
     res = _wrap(data, rd, input)
     if needs_grad(input):
-        in_sizes = [input._data.shape[d] for d in dims]
-        record(FftC2RBackward0, (input,), res, dims=dims, norm=norm, last_size=s[-1],
-               in_sizes=in_sizes)
+        record(FftC2RBackward0, (input,), res, dim=list(dim), normalization=normalization)
     return res
 
 
 # ---------------------------------------------------------------------------------------------
-# torch.fft's functions
+# torch.fft's functions: PyTorch's front ends
 # ---------------------------------------------------------------------------------------------
+
+def _check_sizes(input, dims, sizes):
+    for d, n in zip(dims, sizes):
+        _check_points(input._data.shape[d] if n is None else n)
+
+
+def _c2c(input, dims, sizes, norm, forward):
+    _check_sizes(input, dims, sizes)
+    x = _resize(_promote(input, True), dims, sizes)
+    return _fft_c2c(x, dims, _norm_mode(norm, forward), forward)
+
+
+def _r2c(fn, input, dims, sizes, norm, forward, onesided):
+    """Real input: the forward kernel, conjugated for an inverse transform."""
+    x = _promote(input, False, fn if onesided else None)
+    _check_sizes(x, dims, sizes)
+    x = _resize(x, dims, sizes)
+    res = _fft_r2c(x, dims, _norm_mode(norm, forward), onesided)
+    return res if forward else conj(res)
+
+
+def _c2r(fn, input, dims, sizes, norm, forward):
+    """To real output: an inverse kernel, fed the conjugate for a forward transform (hfft)."""
+    last, sizes = _c2r_sizes(fn, input, dims, sizes)
+    x = _resize(_promote(input, True), dims, sizes)
+    mode = _norm_mode(norm, forward)
+    if not forward:
+        return _fft_c2r(x, dims, mode, last)
+    # hfftn: the forward transform over the other dims, then the last dim's as an inverse
+    # transform of the conjugate
+    if len(dims) > 1:
+        x = _fft_c2c(x, dims[:-1], mode, True)
+    return _fft_c2r(conj(x), dims[-1:], mode, last)
+
 
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     d, n = _one_dim("fft_fft", input, n, dim)
-    return _out(_c2c(input, [d], [n], _norm(norm), True), out)
+    if input._dtype._kind == 3:
+        return _out(_c2c(input, [d], [n], norm, True), out)
+    return _out(_r2c("fft", input, [d], [n], norm, True, False), out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     d, n = _one_dim("fft_ifft", input, n, dim)
-    return _out(_c2c(input, [d], [n], _norm(norm), False), out)
+    if input._dtype._kind == 3:
+        return _out(_c2c(input, [d], [n], norm, False), out)
+    return _out(_r2c("ifft", input, [d], [n], norm, False, False), out)
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     d, n = _one_dim("fft_rfft", input, n, dim)
-    return _out(_r2c("rfft", input, [d], [n], _norm(norm)), out)
+    return _out(_r2c("rfft", input, [d], [n], norm, True, True), out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     d, n = _one_dim("fft_irfft", input, n, dim)
-    return _out(_c2r("irfft", input, [d], [n], _norm(norm)), out)
+    return _out(_c2r("irfft", input, [d], [n], norm, False), out)
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The transform of a Hermitian-symmetric signal given by its first half: real output."""
     d, n = _one_dim("fft_hfft", input, n, dim)
-    # hfft(x) = irfft(conj(x)) under the dual normalisation
-    from .complex import conj
-    return _out(_c2r("hfft", conj(input), [d], [n], _DUAL_NORM[_norm(norm)]), out)
+    return _out(_c2r("hfft", input, [d], [n], norm, True), out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     d, n = _one_dim("fft_ihfft", input, n, dim)
-    return _out(_r2c("ihfft", input, [d], [n], _norm(norm), forward=False), out)
+    return _out(_r2c("ihfft", input, [d], [n], norm, False, True), out)
 
 
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _n_dims("fft_hfftn", input, s, dim)
-    from .complex import conj
-    return _out(_c2r("hfftn", conj(input), dims, sizes, _DUAL_NORM[_norm(norm)]), out)
+    return _out(_c2r("hfftn", input, dims, sizes, norm, True), out)
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -296,7 +360,15 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     if input._dtype._kind == 3:
         raise RuntimeError("Only supports floating-point dtypes, but found: "
                            f"{dtype_name(input._dtype)}")
-    return _out(_r2c("ihfftn", input, dims, sizes, _norm(norm), forward=False), out)
+    if not dims:
+        raise RuntimeError("ihfftn must transform at least one axis")
+    x = _resize(_promote(input, False), dims, sizes)
+    mode = _norm_mode(norm, False)
+    half = _fft_r2c(x, dims[-1:], mode, True)
+    if len(dims) == 1:
+        return _out(conj(half), out)
+    # the conjugate of the last dim's forward transform, then the inverse over the others
+    return _out(_fft_c2c(conj_physical(half), dims[:-1], mode, False), out)
 
 
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -325,22 +397,25 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _n_dims("fft_fftn", input, s, dim)
-    return _out(_c2c(input, dims, sizes, _norm(norm), True), out)
+    return _out(_c2c(input, dims, sizes, norm, True), out)
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _n_dims("fft_ifftn", input, s, dim)
-    return _out(_c2c(input, dims, sizes, _norm(norm), False), out)
+    return _out(_c2c(input, dims, sizes, norm, False), out)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _n_dims("fft_rfftn", input, s, dim)
-    return _out(_r2c("rfftn", input, dims, sizes, _norm(norm)), out)
+    _fft_dtype(input, False, "rfftn")
+    if not dims:
+        raise RuntimeError("rfftn must transform at least one axis")
+    return _out(_r2c("rfftn", input, dims, sizes, norm, True, True), out)
 
 
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _n_dims("fft_irfftn", input, s, dim)
-    return _out(_c2r("irfftn", input, dims, sizes, _norm(norm)), out)
+    return _out(_c2r("irfftn", input, dims, sizes, norm, False), out)
 
 
 def _out(res, out):
