@@ -111,7 +111,9 @@ def arrange(xp, array, fmt):
     """``array``'s values laid out in ``fmt`` (a copy; ``fmt`` must not be preserve_format)."""
     order = _CHANNELS_LAST_ORDER.get(fmt)
     if order is None:
-        return xp.ascontiguousarray(array)
+        # Not ascontiguousarray: it hands a C-contiguous array back uncopied (``clone`` would
+        # then share memory with its input) and turns a 0-d array into a 1-d one.
+        return array.copy(order="C")
     # A fresh copy: ascontiguousarray would keep a view whose size-1 dims have other strides.
     physical = array.transpose(order).copy(order="C")
     return physical.transpose(_inverse(order))

@@ -31,11 +31,13 @@ import numpy as np  # constants (finfo, Padé coefficients) only; array maths go
 from .linalg import _broadcast_batch as _matmul_batch
 from .. import _dtype as dt
 from .. import return_types
+from .._memory_format import contiguous_format as _contiguous
 from ..autograd import grad_mode
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, device_mismatch,
                         dtype_name, wrap_dim, wrap_dim_no_scalar)
-from .linalg import matmul
+from .linalg import matmul, vdot
+from .elementwise import _conj, where
 from .shape import cat
 from .reduce import norm as _p_norm, _quiet
 
@@ -410,7 +412,10 @@ def logdet(input):
     """log(det(A)): NaN for a negative determinant, -inf for a singular matrix."""
     _check_matrix(input, "logdet", low="message")
     sign, logabsdet = _slogdet(input, _torch_slogdet_result, "logdet")
-    return logabsdet + sign.detach().log()
+    if sign._dtype._kind > 2:
+        return logabsdet + sign.detach().log()
+    # torch's composite: NaN where the determinant is negative (its log is -inf where it is 0).
+    return where(sign == -1.0, math.nan, logabsdet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,12 +428,18 @@ class LinalgSolveExBackward0(Node):
 
     def backward(self, grad, *_):
         A, X = self.saved_tensors
+        left = self.__dict__.get("left", True)
+        if not left:  # X A = B is A^T X^T = B^T: the left formulas on the transposes
+            A, grad, X = A.mT, grad.mT, X.mT
         if self.vector:
             grad, X = grad.unsqueeze(-1), X.unsqueeze(-1)
         gB = solve(A.mT, grad)
         gA = -matmul(gB, X.mT) if self._edges[0] is not None else None
         if self.vector:
             gB = gB.squeeze(-1)
+        if not left:
+            gA = gA.mT if gA is not None else None
+            gB = gB.mT
         return gA, gB
 
 
@@ -452,15 +463,28 @@ def _solve(A, B, left, check_errors, name="linalg.solve"):
                            "instead")
     vector = _solve_is_vector(A, B)
     n = A._data.shape[-1]
-    b_rows = B._data.shape[-1] if vector else B._data.shape[-2 if left else -1]
+    if vector:  # B is a column: its length for AX = B, 1 for XA = B
+        b_rows = B._data.shape[-1] if left else 1
+    else:
+        b_rows = B._data.shape[-2 if left else -1]
     if b_rows != n:
         shape_b = f"{B._data.shape[-1]}x1" if vector else "x".join(map(str, B._data.shape[-2:]))
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
                            f"({n}x{n} and {shape_b})")
+    if vector and not left:
+        raise RuntimeError(f"{name}: Vector broadcasting of the left hand side is not supported "
+                           "for left=False. In this case linalg.solve is equivalent to "
+                           "B / A.squeeze(-1)")
     if not left:
-        X, info = _solve(A.mT, B if vector else B.mT, True, check_errors, name)
-        return (X if vector else X.mT), info
+        # torch's kernel solves the transposed system itself and records one node over A, B.
+        with grad_mode.no_grad():
+            X, info = _solve(A.mT, B.mT, True, check_errors, name)
+        res = _wrap(X._data.swapaxes(-1, -2), A._dtype, A)
+        if needs_grad(A, B):
+            record(LinalgSolveExBackward0, (A, B), res, save=(A,), save_out=True, vector=False,
+                   left=False)
+        return res, info
     xp = A._backend.xp
     b = _lapack_array(B)
     b = b[..., None] if vector else b
@@ -518,12 +542,18 @@ class LinalgSolveTriangularBackward0(Node):
     def backward(self, grad):
         A, X = self.saved_tensors
         upper, unit = self.upper, self.unitriangular
+        left = self.__dict__.get("left", True)
+        if not left:  # X A = B is A^T X^T = B^T, with the other triangle of A^T
+            A, grad, X, upper = A.mT, grad.mT, X.mT, not upper
         gB = solve_triangular(A.mT, grad, upper=not upper, unitriangular=unit)
         gA = None
         if self._edges[0] is not None:
             full = -matmul(gB, X.mT)
             offset = 1 if unit else 0
             gA = full.triu(offset) if upper else full.tril(-offset)
+        if not left:
+            gA = gA.mT if gA is not None else None
+            gB = gB.mT
         return gA, gB
 
 
@@ -567,8 +597,14 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
                            f"({n}x{n} and {B._data.shape[-2]}x{B._data.shape[-1]})")
     if not left:
-        return _finish_out(solve_triangular(A.mT, B.mT, upper=not upper,
-                                            unitriangular=unitriangular).mT, out)
+        # torch's kernel solves the transposed system itself and records one node over A, B.
+        with grad_mode.no_grad():
+            X = solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular)
+        res = _wrap(X._data.swapaxes(-1, -2), A._dtype, A)
+        if needs_grad(A, B):
+            record(LinalgSolveTriangularBackward0, (A, B), res, save=(A,), save_out=True,
+                   upper=upper, unitriangular=unitriangular, left=False)
+        return _finish_out(res, out)
     _broadcast_batch(B._data.shape[:-2], A._data.shape[:-2])
     xp = A._backend.xp
     tri = _triangle(xp, A._data, upper, unitriangular)
@@ -936,15 +972,41 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     xp = LU_data._backend.xp
     m, n = LU_data._data.shape[-2:]
     k = min(m, n)
-    empty = _wrap(xp.zeros((0,), dtype=LU_data._data.dtype), LU_data._dtype, LU_data)
-    L = U = P = empty
-    if unpack_data:
-        L = LU_data[..., :, :k].tril(-1) + _eye_rect(LU_data, m, k)
-        U = LU_data[..., :k, :].triu()
+
+    def empty():
+        return _wrap(xp.zeros((0,), dtype=LU_data._data.dtype), LU_data._dtype, LU_data)
+    P = empty()
+    if not unpack_data:
+        L, U = empty(), empty()
+        if needs_grad(LU_data):  # PyTorch records its node even over the empty L and U
+            record_multi(_NotUnpackedLuUnpackBackward, (LU_data,), (L, U))
+    else:
+        def composition(LU_data):
+            return (LU_data[..., :, :k].tril(-1) + _eye_rect(LU_data, m, k),
+                    LU_data[..., :k, :].triu())
+        L, U = record_composite(LuUnpackBackward0, (LU_data,), composition)
     if unpack_pivots:
         P = _wrap(_permutation_arrays(xp, LU_pivots._data, m, LU_data._data.dtype),
                   LU_data._dtype, LU_data)
     return _lu_unpack_result(P, L, U)
+
+
+class LuUnpackBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class _NotUnpackedLuUnpackBackward(Node):
+    """PyTorch's ``LuUnpackBackward0`` over the empty L and U of ``unpack_data=False``: its
+    formula takes ``triu``/``tril`` of their 1-D gradients, which refuse them."""
+    __slots__ = ()
+
+    def backward(self, grad_L, grad_U):
+        op = "triu" if grad_U is not None else "tril"
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+
+
+_NotUnpackedLuUnpackBackward.__name__ = "LuUnpackBackward0"
+_NotUnpackedLuUnpackBackward.__qualname__ = "LuUnpackBackward0"
 
 
 def _eye_rect(like, m, k):
@@ -966,9 +1028,20 @@ def _lu_solve(LU, pivots, B, left=True, adjoint=False):
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
                            f"({n}x{n} and {B._data.shape[-2]}x{B._data.shape[-1]})")
+    return record_composite(LinalgLuSolveBackward0, (LU, B),
+                            lambda LU, B: _lu_solve_steps(LU, pivots, B, left, adjoint))
+
+
+class LinalgLuSolveBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def _lu_solve_steps(LU, pivots, B, left, adjoint):
+    """X from two triangular solves and the row permutation (torch runs one getrs kernel)."""
     if not left:
         # X A = B  <=>  A^T X^T = B^T (adjoint flips too).
-        return _lu_solve(LU, pivots, B.mT, True, not adjoint).mT
+        return _lu_solve_steps(LU, pivots, B.mT, True, not adjoint).mT
+    n = LU._data.shape[-1]
     xp = LU._backend.xp
     P = _wrap(_permutation_arrays(xp, pivots._data, n, LU._data.dtype), LU._dtype, LU)
     if adjoint:
@@ -1460,6 +1533,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+class LinalgLstsqBackward0(CompositeBackward):
+    __slots__ = ()
+
+
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least squares through the SVD (the minimum-norm solution, which every LAPACK driver gives
     for full-rank input). Which of residuals, rank and singular values are filled follows the
@@ -1481,33 +1558,40 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if B._data.ndim < 1 or B._data.shape[-1 if vector else -2] != A._data.shape[-2]:
         raise RuntimeError(f"{name}: input.size(-2) should match other.size(-{1 if vector else 2})")
     m, n = A._data.shape[-2:]
-    Bm = B.unsqueeze(-1) if vector else B
-    _broadcast_batch(A._data.shape[:-2], Bm._data.shape[:-2])
+    b_batch = B._data.shape[:-1] if vector else B._data.shape[:-2]
+    _broadcast_batch(A._data.shape[:-2], b_batch)
     xp = A._backend.xp
     if rcond is None:
         rcond = float(np.finfo(A._data.dtype).eps) * max(m, n)
-    # One SVD gives the solution (through the pseudo-inverse), the rank and singular values.
-    pseudo_inverse, s = _pinv(A, None, rcond, False)
-    solution = matmul(pseudo_inverse, Bm)
-    batch = xp.broadcast_shapes(A._data.shape[:-2], Bm._data.shape[:-2])
-    empty = xp.zeros((0,), dtype=A._data.dtype)
-    if s is None:
-        s = xp.zeros(A._data.shape[:-2] + (min(m, n),), dtype=A._data.dtype)
-    if s.shape[-1]:
-        full_rank_counts = (s > rcond * s.max(axis=-1, keepdims=True)).sum(axis=-1)
-    else:
-        full_rank_counts = xp.zeros(s.shape[:-1], dtype=xp.int64)
+    batch = xp.broadcast_shapes(A._data.shape[:-2], b_batch)
+    found = {}
+
+    def composition(A, B):
+        # One SVD gives the solution (through the pseudo-inverse), the rank and singular values.
+        Bm = B.unsqueeze(-1) if vector else B
+        pseudo_inverse, s = _pinv(A, None, rcond, False)
+        solution = matmul(pseudo_inverse, Bm)
+        if s is None:
+            s = xp.zeros(A._data.shape[:-2] + (min(m, n),), dtype=A._data.dtype)
+        if s.shape[-1]:
+            counts = (s > rcond * s.max(axis=-1, keepdims=True)).sum(axis=-1)
+        else:
+            counts = xp.zeros(s.shape[:-1], dtype=xp.int64)
+        found.update(s=s, counts=counts)
+        # Empty when not computed, but still an output of the node (as in PyTorch).
+        residuals = solution.reshape(-1)[:0]
+        if driver != "gelsy" and m > n and bool((counts == n).all()):
+            residuals = ((matmul(A, solution) - Bm) ** 2).sum(-2)
+        return (solution.squeeze(-1) if vector else solution), residuals
+
+    solution, residuals = record_composite(LinalgLstsqBackward0, (A, B), composition)
+    s, full_rank_counts = found["s"], found["counts"]
     if driver == "gels":
         rank = xp.zeros((0,), dtype=xp.int64)
     else:
         rank = xp.broadcast_to(full_rank_counts.astype(xp.int64), batch)
-    # Empty when not computed, but still part of the graph (as in PyTorch).
-    residuals = solution.reshape(-1)[:0]
-    if driver != "gelsy" and m > n and bool((full_rank_counts == n).all()):
-        residuals = ((matmul(A, solution) - Bm) ** 2).sum(-2)
+    empty = xp.zeros((0,), dtype=A._data.dtype)
     singular_values = s if driver in ("gelsd", "gelss") else empty
-    if vector:
-        solution = solution.squeeze(-1)
     return _lstsq_result(solution, residuals,
                          _wrap(xp.asarray(rank, dtype=xp.int64), dt.int64, A),
                          _wrap(xp.asarray(singular_values, dtype=A._data.dtype), A._dtype, A))
@@ -1516,13 +1600,6 @@ def lstsq(A, B, rcond=None, *, driver=None):
 # ---------------------------------------------------------------------------------------------
 # matrix_power, matrix_exp, multi_dot, vecdot, cross, vander, diagonal
 # ---------------------------------------------------------------------------------------------
-
-class MatrixPowerZeroBackward(Node):
-    __slots__ = ()
-
-    def backward(self, grad):
-        return grad * 0
-
 
 def matrix_power(A, n, *, out=None):
     n = _as_int(n, "linalg_matrix_power", "n", 2)
@@ -1534,13 +1611,14 @@ def matrix_power(A, n, *, out=None):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {rows} by {cols} matrices")
     if n == 0:
-        res = _eye(A, rows).expand(A._data.shape).clone()
-        if needs_grad(A):  # constant in A: a zero gradient, as PyTorch gives
-            record(MatrixPowerZeroBackward, (A,), res)
+        # torch's composite: a copy of A overwritten by the identity, so the gradient is zero.
+        res = A.clone(memory_format=_contiguous).copy_(_eye(A, rows).expand(A._data.shape))
         return _finish_out(res, out)
     if n < 0:
         A = inv(A)
         n = -n
+    if n == 3:  # torch's special case, (A A) A, rather than the square-and-multiply order
+        return _finish_out(matmul(matmul(A, A), A), out)
     # Square-and-multiply: the products reach BLAS and their gradients come from matmul.
     result, base = None, A
     while True:
@@ -1667,13 +1745,9 @@ def multi_dot(tensors, *, out=None):
         k = split[i][j]
         return matmul(product(i, k), product(k + 1, j))
     res = product(0, count - 1)
-    if first_vec and last_vec:
-        res = res.reshape(())
-    elif first_vec:
-        res = res.squeeze(0)
-    elif last_vec:
-        res = res.squeeze(-1)
-    return _finish_out(res, out)
+    # torch's composite always ends in a view to the output shape, even an unchanged one.
+    shape = res.shape[1 if first_vec else 0:-1 if last_vec else None]
+    return _finish_out(res.view(shape), out)
 
 
 def chain_matmul(*matrices, out=None):
@@ -1696,7 +1770,10 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{a}] and src [{b}] to "
                            f"have the same number of elements, but got {a} and {b} elements "
                            "respectively")
-    return _finish_out((x * y).sum(dim), out)
+    if x._data.ndim == 1 and y._data.ndim == 1:
+        # torch's kernel for two vectors, which (as torch does) looks at no ``dim``
+        return _finish_out(vdot(x, y), out)
+    return _finish_out((_conj(x) * y).sum(dim), out)
 
 
 class LinalgCrossBackward0(Node):
@@ -1847,23 +1924,26 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return _finish_out(_p_norm(A, 2, (d0, d1), keepdim), out)
     if ord in ("nuc", 2, -2):
+        # torch's composite: the two dims moved last, reduced with keepdim, then one unsqueeze
+        # and the inverse permutation put them back.
         s = svdvals(A.movedim((d0, d1), (-2, -1)))
-        if s.shape[-1] == 0:
-            res = s.sum(-1)
-        elif ord == "nuc":
-            res = s.sum(-1)
+        if s.shape[-1] == 0 or ord == "nuc":
+            res = s.sum(-1, keepdim=keepdim)
         else:
-            res = s.amax(-1) if ord == 2 else s.amin(-1)
+            res = s.amax(-1, keepdim) if ord == 2 else s.amin(-1, keepdim)
         if keepdim:
-            for d in sorted((d0, d1)):
-                res = res.unsqueeze(d)
+            order = [d for d in range(A._data.ndim) if d not in (d0, d1)] + [d0, d1]
+            inverse = [0] * len(order)
+            for i, d in enumerate(order):
+                inverse[d] = i
+            res = res.unsqueeze(-1).permute(inverse)
         return _finish_out(res, out)
-    # 1 / -1: column sums then max/min over columns; inf / -inf: row sums then over rows.
+    # 1 / -1: the max/min over columns of the columns' 1-norms; inf / -inf: over rows.
     sum_dim, pick_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
-    sums = A.abs().sum(sum_dim, keepdim=True)
-    res = sums.amax(pick_dim, keepdim=True) if ord > 0 else sums.amin(pick_dim, keepdim=True)
-    if not keepdim:
-        res = res.squeeze((d0, d1)) if res.ndim else res
+    if not keepdim and sum_dim < pick_dim:
+        pick_dim -= 1
+    sums = _p_norm(A, 1, (sum_dim,), keepdim)
+    res = sums.amax(pick_dim, keepdim) if ord > 0 else sums.amin(pick_dim, keepdim)
     return _finish_out(res, out)
 
 
