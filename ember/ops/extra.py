@@ -21,8 +21,8 @@ from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype
 from .elementwise import NotImplementedBackward, _operands, _opmath, where, float_power
 from .. import return_types
 from .reduce import amin, amax, PairBackward, record_pair
-from .shape import cat, stack, broadcast_shapes
-from .indexing import _check_index, _coords, _pad_to, _fill_value, index_select
+from .shape import cat, stack, broadcast_shapes, unsafe_view
+from .indexing import _check_index, _coords, _pad_to, _fill_value
 from .creation import resolve_device, _finish, _to_backend
 
 __all__ = ["copysign", "logaddexp", "logaddexp2", "sgn", "heaviside", "deg2rad", "rad2deg",
@@ -322,7 +322,7 @@ def meshgrid(*tensors, indexing=None):
     for k, t in enumerate(tensors):
         shape = [1] * len(tensors)
         shape[k] = sizes[k]
-        grids.append(t.reshape(shape).expand(sizes))
+        grids.append(t.view(shape).expand(sizes))
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
@@ -351,14 +351,15 @@ def combinations(input, r=2, with_replacement=False):
         return input.new_empty((0,))
     n = input.shape[0]
     xp = input._backend.xp
-    # Every r-tuple of positions in lexicographic order, kept where increasing (non-decreasing
-    # with replacement): PyTorch's mask over a meshgrid, as index arrays.
-    grids = xp.indices((n,) * r, dtype=np.int64).reshape(r, -1)
-    keep = xp.ones(grids.shape[1], dtype=bool)
+    # PyTorch's composite: the r-fold meshgrid of the input, each grid masked to the r-tuples
+    # of positions that increase (do not decrease, with replacement), stacked as columns.
+    positions = xp.indices((n,) * r, dtype=np.int64)
+    keep = xp.ones((n,) * r, dtype=bool)
     for k in range(r - 1):
-        keep &= (grids[k] <= grids[k + 1]) if with_replacement else (grids[k] < grids[k + 1])
-    chosen = grids[:, keep]
-    columns = [index_select(input, 0, _wrap(chosen[k], dt.int64, input)) for k in range(r)]
+        keep &= ((positions[k] <= positions[k + 1]) if with_replacement
+                 else (positions[k] < positions[k + 1]))
+    mask = _wrap(keep, dt.bool, input)
+    columns = [grid.masked_select(mask) for grid in meshgrid([input] * r, indexing="ij")]
     return stack(columns, 1)
 
 
@@ -439,11 +440,12 @@ def kron(input, other):
     nd = builtins.max(input.ndim, other.ndim)
     a_shape = (1,) * (nd - input.ndim) + tuple(input.shape)
     b_shape = (1,) * (nd - other.ndim) + tuple(other.shape)
-    # a[i1, i2, ...] * b[j1, j2, ...] laid out as (i1, j1, i2, j2, ...): one broadcast product.
-    a = input.reshape(tuple(x for s in a_shape for x in (s, 1)))
-    b = other.reshape(tuple(x for s in b_shape for x in (1, s)))
+    # a[i1, i2, ...] * b[j1, j2, ...] laid out as (i1, j1, i2, j2, ...): one broadcast product,
+    # between ATen's _unsafe_view reshapes (its graph).
+    a = unsafe_view(input, tuple(x for s in a_shape for x in (s, 1)))
+    b = unsafe_view(other, tuple(x for s in b_shape for x in (1, s)))
     product = a * b
-    return product.reshape(tuple(p * q for p, q in zip(a_shape, b_shape)))
+    return unsafe_view(product, tuple(p * q for p, q in zip(a_shape, b_shape)))
 
 
 def vander(x, N=None, increasing=False):
@@ -489,7 +491,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pi
 
 
 def ravel(input):
-    return input.reshape(-1)
+    return input.contiguous().view(-1)
 
 
 # ---------------------------------------------------------------------------------------------

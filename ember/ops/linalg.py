@@ -1,20 +1,22 @@
 """Matrix products. All reach BLAS through ``backend.matmul`` (which also keeps float16/bfloat16
-exact by multiplying in float32); the composite ones (``tensordot``, ``einsum``) are permutes and
-reshapes around ``matmul``, so their gradients come from it."""
+exact by multiplying in float32). The kernels (``dot``, ``mv``, ``mm``, ``bmm``) are one node
+each; ``matmul`` and ``einsum`` are ATen's composites over them, step for step, so their graphs
+are PyTorch's and their gradients come from the kernels and views they are made of."""
 from .. import _dtype as dt
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name,
                         wrap_dim_no_scalar, checked_int_scalar)
 from .elementwise import _conj
 from .._layout import strided as _STRIDED
-from .shape import transposed_gradient
+from .shape import transposed_gradient, unsafe_view, SqueezeBackward4
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum"]
 
 
 class MmBackward0(Node):
-    """Backward of ``matmul`` for operands of any rank (1-D operands were promoted in forward)."""
+    """Backward of the product kernels (``dot``, ``mv``, ``mm``, ``bmm``): vector operands are
+    lifted to matrices so one rule serves every rank."""
     __slots__ = ()
 
     def backward(self, grad):
@@ -68,7 +70,8 @@ class BmmBackward0(MmBackward0):
     __slots__ = ()
 
 
-_NODE_BY_RANKS = {(1, 1): DotBackward0, (2, 1): MvBackward0, (3, 3): BmmBackward0}
+# The ranks ``matmul`` hands straight to one kernel, as ATen's composite does.
+_NODE_BY_RANKS = {(1, 1): DotBackward0, (2, 1): MvBackward0, (2, 2): MmBackward0}
 
 
 def _check_operands(a, b, name, arg="other"):
@@ -92,25 +95,60 @@ def _sparse_product(input, other, name, out):
     return sparse.dense_mm(input, other)
 
 
-def _check_same_dtype(a, b):
-    if a._dtype is dt.bool or b._dtype is dt.bool:
-        kernel = "dot" if a._data.ndim == 1 and b._data.ndim == 1 else "addmm_impl_cpu_"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    if a._dtype is not b._dtype:
-        if a._data.ndim == 1 and b._data.ndim == 1:
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                               f"{dtype_name(a._dtype)} and {dtype_name(b._dtype)}")
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_cpp_name(a._dtype)} != {_cpp_name(b._dtype)}")
+def _check_kernel_dtypes(a, b, node_cls):
+    """The dtype errors of the kernel ``node_cls`` names (its operands must share a dtype)."""
+    # bmm dispatches on its first operand's dtype before comparing; the others compare first.
+    if a._dtype is dt.bool and (a._dtype is b._dtype or node_cls is BmmBackward0):
+        raise NotImplementedError(f"\"{_KERNEL_NAMES[node_cls]}\" not implemented for 'Bool'")
+    if node_cls is DotBackward0:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{dtype_name(a._dtype)} and {dtype_name(b._dtype)}")
+    if node_cls is MvBackward0:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{dtype_name(b._dtype)}, {dtype_name(a._dtype)}, and "
+                           f"{dtype_name(b._dtype)}")
+    if node_cls is BmmBackward0:
+        raise RuntimeError(f"expected scalar type {dtype_name(a._dtype)} but found "
+                           f"{dtype_name(b._dtype)}")
+    raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                       f"{_cpp_name(a._dtype)} != {_cpp_name(b._dtype)}")
+
+
+_KERNEL_NAMES = {DotBackward0: "dot", MvBackward0: "addmv_impl_cpu",
+                 MmBackward0: "addmm_impl_cpu_", BmmBackward0: "bmm"}
+
+
+def _product(input, other, node_cls):
+    """The kernel of ``dot``, ``mv``, ``mm`` and ``bmm`` (``node_cls`` says which): one
+    backend product and one node. Shapes are checked by the caller."""
+    if input._dtype is not other._dtype or input._dtype is dt.bool:
+        _check_kernel_dtypes(input, other, node_cls)
+    a, b = input._data, other._data
+    res = _wrap(input._backend.matmul(a, b), input._dtype, input)
+    if needs_grad(input, other):
+        record(node_cls, (input, other), res,
+               save=(input if other._requires_grad else None,
+                     other if input._requires_grad else None),
+               a_vec=a.ndim == 1, b_vec=b.ndim == 1, mat2_transposed=_transposed_matrix(other))
+    return res
+
+
+def _into_out(res, out):
+    if out is None:
+        return res
+    from .inplace import copy_into_out
+    return copy_into_out(out, res)
 
 
 def _cpp_name(d):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
-            "int8": "signed char", "uint8": "unsigned char"}.get(d.name, d.name)
+    return dt.TYPE_META_NAMES[d.name]
 
 
 def matmul(input, other, *, out=None):
+    """PyTorch's ``matmul``, the ATen composite over ``dot``/``mv``/``mm``/``bmm``
+    (``_matmul_impl``). Without a graph to record, a product of other ranks is one backend
+    call; with one, it is the composite's own chain of views and kernels, so the graph is
+    PyTorch's."""
     _check_operands(input, other, "matmul")
     if input._layout is not _STRIDED or other._layout is not _STRIDED:
         return _sparse_product(input, other, "matmul", out)
@@ -119,18 +157,86 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
     _check_matmul_shapes(a.shape, b.shape)
-    _check_same_dtype(input, other)
-    res = _wrap(input._backend.matmul(a, b), input._dtype, input)
-    if needs_grad(input, other):
-        node_cls = _NODE_BY_RANKS.get((a.ndim, b.ndim), MmBackward0)
-        record(node_cls, (input, other), res,
-               save=(input if other._requires_grad else None,
-                     other if input._requires_grad else None),
-               a_vec=a.ndim == 1, b_vec=b.ndim == 1, mat2_transposed=_transposed_matrix(other))
-    if out is not None:
-        from .inplace import copy_into_out
-        return copy_into_out(out, res)
-    return res
+    if out is not None and needs_grad(input, other, out):
+        raise RuntimeError("matmul(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    kernel = _NODE_BY_RANKS.get((a.ndim, b.ndim))
+    if kernel is not None:
+        res = _product(input, other, kernel)
+    elif (needs_grad(input, other) or input._dtype is not other._dtype
+          or input._dtype is dt.bool):  # (the composite raises the dtype error of its kernel)
+        res = _matmul_impl(input, other)
+    else:
+        res = _wrap(input._backend.matmul(a, b), input._dtype, input)
+    return _into_out(res, out)
+
+
+def _matmul_impl(tensor1, tensor2):
+    """ATen's ``_matmul_impl``, step for step: a vector times a matrix is ``unsqueeze``,
+    ``mm``, ``squeeze_``; a batch times a matrix or vector is folded into one ``mm``/``mv``;
+    the rest broadcasts the batches (``expand``), flattens them and calls ``bmm``."""
+    d1, d2 = tensor1._data.ndim, tensor2._data.ndim
+    kernel = _NODE_BY_RANKS.get((d1, d2))
+    if kernel is not None:
+        return _product(tensor1, tensor2, kernel)
+    if d1 == 1 and d2 == 2:
+        product = _product(tensor1.unsqueeze(0), tensor2, MmBackward0)
+        return unsafe_view(product, product._data.shape[1:], SqueezeBackward4)
+    if _should_fold(tensor1, tensor2):
+        transpose = d2 > d1
+        t1 = tensor2.mT if transpose else tensor1
+        t2 = (tensor1.t() if d1 == 2 else tensor1) if transpose else tensor2
+        out_shape = t1._data.shape[:-1]
+        t1_folded = t1.reshape(_prod(out_shape), t1._data.shape[-1])
+        if t2._data.ndim == 1:
+            return unsafe_view(_product(t1_folded, t2, MvBackward0), out_shape)
+        output = unsafe_view(_product(t1_folded, t2, MmBackward0),
+                             out_shape + (t2._data.shape[1],))
+        return output.mT.contiguous() if transpose else output
+    shape1, shape2 = tensor1._data.shape, tensor2._data.shape
+    n = shape1[-2] if d1 > 1 else 1
+    m1 = shape1[-1]
+    batch1 = shape1[:-2]
+    m2 = shape2[-2] if d2 > 1 else shape2[0]
+    p = shape2[-1] if d2 > 1 else 1
+    batch2 = shape2[:-2]
+    if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
+        # A batch of one that needs a gradient is squeezed rather than expanded.
+        if batch1[0] == 1 and tensor1._requires_grad:
+            return _matmul_impl(tensor1.squeeze(0), tensor2)
+        if batch2[0] == 1 and tensor2._requires_grad:
+            return _matmul_impl(tensor1, tensor2.squeeze(0))
+    batch = tuple(_broadcast_batch(batch1, batch2))
+    flat = _prod(batch)
+    left = tensor1.expand(batch + (n, m1)).reshape(flat, n, m1)
+    if d2 == 1:
+        right = tensor2.expand(batch + (m2,)).reshape(flat, m2).unsqueeze(2)
+        product = _product(left, right, BmmBackward0).squeeze(-1)
+    else:
+        right = tensor2.expand(batch + (m2, p)).reshape(flat, m2, p)
+        product = _product(left, right, BmmBackward0)
+    out_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
+    return unsafe_view(product, out_shape)
+
+
+def _should_fold(tensor1, tensor2):
+    """ATen's choice of folding the larger operand's batch into the rows of one ``mm``/``mv``:
+    when the smaller operand needs a gradient (its gradient is then one product, not a sum
+    over a broadcast batch), or when the fold needs no copy."""
+    d1, d2 = tensor1._data.ndim, tensor2._data.ndim
+    larger, smaller = (tensor1, tensor2) if d1 >= d2 else (tensor2, tensor1)
+    if not (larger._data.ndim >= 3 and smaller._data.ndim <= 2):
+        return False
+    if smaller._requires_grad:
+        return True
+    if d1 == 2:
+        return False
+    if larger._data.size == 0:
+        return True
+    shape, strides = list(larger.shape), list(larger.stride())
+    if d2 > d1:  # the fold is of tensor2.mT
+        shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
 def _check_matmul_shapes(a_shape, b_shape):
@@ -179,7 +285,7 @@ def mm(input, mat2, *, out=None):
     if input._layout is not _STRIDED or getattr(mat2, "_layout", _STRIDED) is not _STRIDED:
         return _sparse_product(input, mat2, "mm", out)
     _check_mm_args(input, mat2)
-    return matmul(input, mat2, out=out)
+    return _into_out(_product(input, mat2, MmBackward0), out)
 
 
 def _check_mm_args(input, mat2):
@@ -194,7 +300,7 @@ def _check_mm_args(input, mat2):
 
 def bmm(input, mat2, *, out=None):
     _check_bmm_args(input, mat2)
-    return matmul(input, mat2, out=out)
+    return _into_out(_product(input, mat2, BmmBackward0), out)
 
 
 def _check_bmm_args(input, mat2):
@@ -215,16 +321,20 @@ def mv(input, vec, *, out=None):
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    return matmul(input, vec, out=out)
+    if input.shape[1] != vec.shape[0]:
+        raise _shape_error(input.shape, vec.shape)
+    return _into_out(_product(input, vec, MvBackward0), out)
 
 
 def dot(input, other, *, out=None):
     _check_operands(input, other, "dot", "tensor")
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    if input._dtype is dt.bool:
-        raise NotImplementedError("\"dot\" not implemented for 'Bool'")
-    return matmul(input, other, out=out)
+    if input._dtype is not other._dtype:  # PyTorch checks dtypes before sizes here
+        _check_kernel_dtypes(input, other, DotBackward0)
+    if input.shape[0] != other.shape[0]:
+        raise _shape_error(input.shape, other.shape)
+    return _into_out(_product(input, other, DotBackward0), out)
 
 
 def vdot(input, other, *, out=None):
@@ -245,7 +355,8 @@ def outer(input, vec2):
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D")
     if vec2.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
-    return input.reshape(-1, 1) * vec2.reshape(1, -1)
+    # As ATen's composite: a column of ``input`` broadcast against ``vec2`` itself.
+    return input.reshape(input.shape[0], 1) * vec2
 
 
 ger = outer
@@ -422,27 +533,58 @@ _ELLIPSIS_LABELS = [chr(0x100 + i) for i in range(64)]
 
 
 def einsum(equation, *operands):
-    """``einsum`` as differentiable diagonal/sum/permute/reshape steps around ``matmul``:
-    operands are contracted left to right, so every contraction reaches BLAS."""
+    """ATen's ``einsum``, step for step (so the graph is PyTorch's): each operand takes the
+    diagonal of a repeated label, gains a size-1 dim for each label it lacks and is permuted
+    to one common order (output labels, then contracted ones); operands are then contracted
+    left to right by ``_sum_product`` (a ``bmm`` between permutes and views), each label
+    summed as soon as no later operand has it."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, rhs = _parse_einsum(equation, operands)
-    # Summing an integer operand promotes it to int64, as in PyTorch; operands that differ in
-    # dtype to begin with are refused by the product.
-    same_dtype = all(op._dtype is operands[0]._dtype for op in operands)
-    ops = [_take_repeated_diagonals(op, t, i) for i, (op, t) in enumerate(zip(operands, terms))]
-    _check_einsum_sizes(ops)
-    # A label that appears in one operand only and not in the output is summed right away.
-    for i, (op, t) in enumerate(ops):
-        elsewhere = set(rhs).union(*(tt for j, (_, tt) in enumerate(ops) if j != i))
-        ops[i] = _sum_labels(op, t, [c for c in t if c not in elsewhere])
-    cur, cur_t = ops[0]
-    for i in range(1, len(ops)):
-        keep = set(rhs).union(*(t for _, t in ops[i + 1:]))
-        op, t = ops[i]
-        cur, cur_t = _contract_pair(cur, cur_t, op, t, keep, same_dtype)
-    perm = [cur_t.index(c) for c in rhs]
-    return cur.permute(perm) if perm != list(range(len(perm))) else cur
+    for op in operands[1:]:
+        if op._device is not operands[0]._device:
+            raise device_mismatch(operands[0], op)
+    # Dims of the common order: the output's, then the ellipsis if the output lacks it, then
+    # each contracted label (upper case before lower, as PyTorch numbers them).
+    labels = set("".join(terms))
+    ell = [c for c in _ELLIPSIS_LABELS if c in labels]
+    order = (list(rhs) + [c for c in ell if c not in rhs]
+             + sorted(c for c in labels if c not in rhs and c not in ell))
+    position = {c: i for i, c in enumerate(order)}
+    out_ndim = len(rhs)
+    # How many operands have each dim with a size other than 1.
+    counts = [0] * len(order)
+    sizes = {}
+    ops = [_aligned_operand(op, t, i, position, counts, sizes)
+           for i, (op, t) in enumerate(zip(operands, terms))]
+    while len(ops) > 1:
+        a, b = ops[0], ops[1]
+        sum_dims, a_sums, b_sums = [], [], []
+        for d in range(out_ndim, len(order)):
+            size_a, size_b = a._data.shape[d], b._data.shape[d]
+            if size_a != 1 and size_b != 1:
+                counts[d] -= 1
+                if counts[d] == 1:  # no later operand has it: contract it in this product
+                    sum_dims.append(d)
+                    counts[d] = 0
+            elif counts[d] == 1:  # only one of the two has it: sum it there first
+                if size_a != 1:
+                    a_sums.append(d)
+                    counts[d] = 0
+                elif size_b != 1:
+                    b_sums.append(d)
+                    counts[d] = 0
+        if a_sums:
+            a = a.sum(a_sums, True)
+        if b_sums:
+            b = b.sum(b_sums, True)
+        ops = [_sum_product(a, b, sum_dims)] + ops[2:]
+    result = ops[0]
+    if len(order) == out_ndim:
+        return result
+    if len(operands) > 1:  # the contracted dims are all of size 1 by now
+        return result.view(result.shape[:out_ndim])
+    return result.sum(list(range(out_ndim, len(order))))
 
 
 def _parse_einsum(equation, operands):
@@ -493,76 +635,90 @@ def _parse_einsum(equation, operands):
     return terms, rhs
 
 
-def _take_repeated_diagonals(op, t, index):
-    """A label repeated inside one operand ('ii') selects that operand's diagonal."""
-    for c in dict.fromkeys(t):
-        while t.count(c) > 1:
-            i = t.index(c)
-            j = t.index(c, i + 1)
-            if op.shape[i] != op.shape[j]:
-                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {index} but "
-                                   f"the sizes don't match, {op.shape[j]} != {op.shape[i]}")
-            op = op.diagonal(0, i, j)
-            t = t[:i] + t[i + 1:j] + t[j + 1:] + c
-    return op, t
+def _aligned_operand(op, term, index, position, counts, sizes):
+    """Operand ``index`` with labels ``term`` laid out in the common order of ``position``:
+    a repeated label's diagonal (moved back where the label first was), a size-1 dim for each
+    missing label, then one permute. Checks that sizes broadcast and counts each label's
+    dims of size other than 1 into ``counts``."""
+    permutation = [-1] * len(position)
+    dim = 0
+    for c in term:
+        p = position[c]
+        if permutation[p] == -1:
+            size = op._data.shape[dim]
+            if size != 1:
+                seen = sizes.get(c, 1)
+                if seen not in (1, size):
+                    raise _einsum_size_error(c, dim, index, size, seen)
+                sizes[c] = size
+                counts[p] += 1
+            permutation[p] = dim
+            dim += 1
+        else:
+            first = permutation[p]
+            if op._data.shape[dim] != op._data.shape[first]:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {index} "
+                                   f"but the sizes don't match, {op._data.shape[dim]} != "
+                                   f"{op._data.shape[first]}")
+            op = op.diagonal(0, first, dim).movedim(-1, first)
+    for p, d in enumerate(permutation):
+        if d == -1:
+            op = op.unsqueeze(dim)
+            permutation[p] = dim
+            dim += 1
+    return op.permute(permutation)
 
 
-def _check_einsum_sizes(ops):
-    sizes = {}
-    for i, (op, t) in enumerate(ops):
-        for c, s in zip(t, op.shape):
-            seen = sizes.get(c, 1)
-            if s != seen and 1 not in (s, seen):
-                if c in _ELLIPSIS_LABELS:
-                    # (PyTorch's message lacks the space before "has".)
-                    dim = _ELLIPSIS_LABELS.index(c)
-                    raise RuntimeError(f"einsum(): dimension {dim} covered by "
-                                       f"ellipsis in operand {i}has size {s} which does not "
-                                       f"broadcast with previously seen ellipsis with size {seen} "
-                                       f"for the respective dimension")
-                raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {i} which "
-                                   f"does not broadcast with previously seen size {seen}")
-            sizes[c] = max(seen, s) if s != 1 else seen
+def _einsum_size_error(label, dim, index, size, seen):
+    if label in _ELLIPSIS_LABELS:
+        # (PyTorch's message lacks the space before "has".)
+        return RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand "
+                            f"{index}has size {size} which does not broadcast with previously "
+                            f"seen ellipsis with size {seen} for the respective dimension")
+    return RuntimeError(f"einsum(): subscript {label} has size {size} for operand {index} "
+                        f"which does not broadcast with previously seen size {seen}")
 
 
-def _sum_labels(op, t, labels):
-    if not labels:
-        return op, t
-    op = op.sum([t.index(c) for c in labels])
-    return op, "".join(c for c in t if c not in labels)
-
-
-def _contract_pair(a, ta, b, tb, keep, promote):
-    a, ta = _sum_labels(a, ta, [c for c in ta if c not in tb and c not in keep])
-    b, tb = _sum_labels(b, tb, [c for c in tb if c not in ta and c not in keep])
-    batch = [c for c in ta if c in tb and c in keep]
-    contract = [c for c in ta if c in tb and c not in keep]
-    # A contracted label of size 1 on one side broadcasts: sum the other side over it first.
-    for c in contract:
-        size_a, size_b = a.shape[ta.index(c)], b.shape[tb.index(c)]
-        if size_a == 1 and size_b != 1:
-            b = b.sum(tb.index(c), keepdim=True)
-        elif size_b == 1 and size_a != 1:
-            a = a.sum(ta.index(c), keepdim=True)
-    if a._dtype is not b._dtype and promote:  # an integer operand summed above is int64
-        common = dt.promote_types(a._dtype, b._dtype)
-        a, b = a.to(common), b.to(common)
-    only_a = [c for c in ta if c not in tb]
-    only_b = [c for c in tb if c not in ta]
-    a = a.permute([ta.index(c) for c in batch + only_a + contract])
-    b = b.permute([tb.index(c) for c in batch + contract + only_b])
-    nb, na = len(batch), len(only_a)
-    a_batch, b_batch = list(a.shape[:nb]), list(b.shape[:nb])
-    a_free, b_free = list(a.shape[nb:nb + na]), list(b.shape[nb + len(contract):])
-    k = _prod(a.shape[nb + na:])
-    am = a.reshape(a_batch + [_prod(a_free), k])
-    bm = b.reshape(b_batch + [k, _prod(b_free)])
-    out_batch = [max(x, y) for x, y in zip(a_batch, b_batch)]
-    # Without a contracted label the product is an outer product: a broadcast multiply, which
-    # (as in PyTorch) bool operands support and a matrix product does not.
-    out = am.matmul(bm) if contract else am * bm
-    out = out.reshape(out_batch + a_free + b_free)
-    return out, "".join(batch + only_a + only_b)
+def _sum_product(left, right, sum_dims):
+    """``(left * right).sum(sum_dims, keepdim=True)`` for operands of the same rank whose
+    dims broadcast, as ATen's ``sumproduct_pair``: a broadcast ``mul`` when nothing is
+    summed, otherwise one ``bmm`` over dims grouped as (in both, left only, summed, right
+    only), viewed and permuted back to the operands' order."""
+    if not sum_dims:
+        return left * right
+    summed = set(sum_dims)
+    both, left_only, right_only = [], [], []
+    sum_size = 1
+    for d in range(left._data.ndim):
+        size_l, size_r = left._data.shape[d], right._data.shape[d]
+        if d in summed:
+            if size_l != 1 and size_r != 1:
+                sum_size *= size_l
+            elif size_l != 1:
+                left = left.sum(d, True)
+            elif size_r != 1:
+                right = right.sum(d, True)
+        elif size_l != 1 and size_r != 1:
+            both.append(d)
+        elif size_l != 1:
+            left_only.append(d)
+        else:
+            right_only.append(d)
+    if left_only and right_only and right_only[-1] < left_only[0]:
+        # The right operand's dims all come first: swapped, bmm writes them in that order.
+        left, right, left_only, right_only = right, left, right_only, left_only
+    l_shape, r_shape = left._data.shape, right._data.shape
+    out_size = ([l_shape[d] for d in both + left_only] + [1] * len(sum_dims)
+                + [r_shape[d] for d in right_only])
+    out_order = both + left_only + sum_dims + right_only
+    inverse = [0] * len(out_order)
+    for i, d in enumerate(out_order):
+        inverse[d] = i
+    n_both = _prod(l_shape[d] for d in both)
+    left = left.permute(out_order).reshape(n_both, _prod(l_shape[d] for d in left_only), sum_size)
+    right = right.permute(both + sum_dims + right_only + left_only).reshape(
+        n_both, sum_size, _prod(r_shape[d] for d in right_only))
+    return _product(left, right, BmmBackward0).view(out_size).permute(inverse)
 
 
 def _prod(xs):

@@ -105,6 +105,16 @@ class UnsafeViewBackward0(ViewBackward0):
     __slots__ = ()
 
 
+def unsafe_view(input, shape, node=UnsafeViewBackward0):
+    """ATen's ``_unsafe_view`` (and the in-place reshapes its composites apply to their own
+    fresh results, ``squeeze_``: pass that node): ``input`` reshaped as a new tensor, not a
+    view, so it has no view bookkeeping and one ``node`` over ``input``."""
+    out = _wrap(input._data.reshape(shape), input._dtype, input)
+    if _needs(input):
+        record(node, (input,), out, in_shape=input._data.shape)
+    return out
+
+
 def view(input, *shape, size=None, dtype=None):
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dt.dtype)):
         if size is not None or len(shape) > (dtype is None):
@@ -240,6 +250,15 @@ class SqueezeBackward4(SqueezeBackward0):
     __slots__ = ()
 
 
+# The other in-place forms (``squeeze_()``, ``squeeze_(dims)``): same backward, own names.
+class SqueezeBackward3(SqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward5(SqueezeBackward0):
+    __slots__ = ()
+
+
 def squeeze(input, dim=None):
     shape = input._data.shape
     if dim is None:
@@ -257,6 +276,10 @@ def squeeze(input, dim=None):
 
 
 class UnsqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+class UnsqueezeBackward1(UnsqueezeBackward0):  # unsqueeze_
     __slots__ = ()
 
 
@@ -309,6 +332,14 @@ class TBackward0(TransposeBackward0):
 
     def backward(self, grad):
         return transposed_gradient(grad) if grad._data.ndim == 2 else grad  # t() of a vector
+
+
+class TransposeBackward1(TransposeBackward0):  # transpose_
+    __slots__ = ()
+
+
+class TBackward1(TBackward0):  # t_
+    __slots__ = ()
 
 
 def transposed_gradient(grad):
@@ -397,8 +428,8 @@ def expand(input, *sizes, size=None):
     shape = input._data.shape
     nd = len(shape)
     if len(sizes) < nd:
-        raise RuntimeError(f"expand({_type_name(input._dtype)}{{{list(shape)}}}, "
-                           f"size=[{len(sizes)}]): the number "
+        raise RuntimeError(f"expand({_type_name(input._dtype, input._device)}{{{list(shape)}}}, "
+                           f"size={list(sizes)}): the number "
                            f"of sizes provided ({len(sizes)}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({nd})")
     lead = len(sizes) - nd
@@ -716,11 +747,13 @@ def tensor_split(input, indices_or_sections, dim=0):
         if n <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         q, r = divmod(size, n)
-        sections = [q + 1] * r + [q] * (n - r)
+        idx = [builtins.min(i, r) * (q + 1) + builtins.max(i - r, 0) * q for i in range(n + 1)]
     else:
-        idx = [0] + [builtins.min(builtins.max(int(i), 0), size) for i in indices_or_sections] + [size]
-        sections = [builtins.max(b - a, 0) for a, b in zip(idx, idx[1:])]
-    return split(input, sections, d)
+        # Each index bounds a slice, so a negative one counts from the end.
+        bounds = [int(i) + size if int(i) < 0 else int(i) for i in indices_or_sections]
+        idx = [0] + [builtins.min(builtins.max(i, 0), size) for i in bounds] + [size]
+    # As PyTorch, each piece is its own slice of the input (one SliceBackward0 each).
+    return tuple(narrow(input, d, a, builtins.max(b - a, 0)) for a, b in zip(idx, idx[1:]))
 
 
 def chunk(input, chunks, dim=0):
@@ -948,7 +981,9 @@ def atleast_1d(t):
 
 @_each_tensor
 def atleast_2d(t):
-    return t.reshape(1, -1) if t.ndim < 2 else t
+    if t.ndim == 1:
+        return unsqueeze(t, 0)
+    return t.reshape(1, 1) if t.ndim == 0 else t
 
 
 @_each_tensor
@@ -1069,8 +1104,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         xp = counts._backend.xp
         return _wrap(xp.repeat(xp.arange(counts._data.shape[0]), counts._data), dt.int64, counts)
     if dim is None:
-        input = input.reshape(-1)
+        input = input.flatten()
         dim = 0
+    if not isinstance(repeats, Tensor):
+        return _repeat_each(input, operator.index(repeats), wrap_dim(dim, input._data.ndim))
     d = wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
     xp = input._backend.xp
@@ -1080,6 +1117,18 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                            f"repeats.size(0) = {repeats._data.shape[0]} and input.size({d}) = {n}")
     idx = xp.repeat(xp.arange(n), reps)
     return index_select(input, d, _wrap(idx, dt.int64, input))
+
+
+def _repeat_each(input, repeats, d):
+    """Each slice along ``d`` repeated ``repeats`` times, as PyTorch's composite for an integer
+    count: a new axis after ``d``, broadcast, copied once, and merged into ``d``."""
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    wide = unsqueeze(input, d + 1)
+    sizes = list(wide._data.shape)
+    sizes[d + 1] = repeats
+    copied = clone(expand(wide, sizes), memory_format=_mf.contiguous_format)
+    return flatten(copied, d, d + 1)
 
 
 class TrilBackward0(Node):
