@@ -362,3 +362,26 @@ def test_large_batched_inputs_match_torch():
                                                                   dtype=lib.float64), dim=1))
     compare(lambda lib: lib.searchsorted(lib.tensor(seq), lib.tensor(data[:, :50])))
     compare(lambda lib: lib.unique(lib.tensor(data), dim=0, return_counts=True))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "midpoint", "lower"])
+@pytest.mark.parametrize("ignore_nan", [False, True])
+def test_quantile_gradient_reaches_a_tensor_q(interpolation, ignore_nan):
+    """quantile is PyTorch's sort/gather/lerp composite, so a q that requires grad gets the
+    gradient through the lerp weights (none where the interpolation rounds the ranks)."""
+    x = np.random.default_rng(3).standard_normal((3, 6))
+    x[1, 2] = np.nan
+
+    def run(lib):
+        xt = lib.tensor(x, requires_grad=True)
+        q = lib.tensor([0.2, 0.55, 0.9], dtype=lib.float64, requires_grad=True)
+        fn = lib.nanquantile if ignore_nan else lib.quantile
+        out = fn(xt, q, dim=1, interpolation=interpolation)
+        out.backward(lib.arange(1.0, 4.0, dtype=lib.float64)[:, None].expand(out.shape))
+        return out, xt.grad, q.grad
+
+    t_out, e_out = run(torch), run(ember)
+    for t, e in zip(t_out, e_out):
+        assert (e is None) == (t is None)  # rounded ranks (lower) carry no gradient to q
+        if t is not None:
+            np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), equal_nan=True)

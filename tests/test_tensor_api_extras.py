@@ -631,3 +631,23 @@ def test_unsafe_split_pieces_share_memory_and_allow_inplace():
     x = ember.arange(6.0)
     ember.unsafe_chunk(x, 2)[0][0] = -1.0
     assert x[0].item() == -1.0
+
+
+def test_cov_refuses_weights_that_sum_to_zero():
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3, dtype=lib.float64),
+                                      aweights=lib.zeros(3, dtype=lib.float64)))
+
+
+def test_cov_with_no_degrees_of_freedom_warns_and_divides_by_zero():
+    """torch's norm_factor.zero_(): with correction >= the weight total the covariance is
+    divided by zero (inf/nan), after the warning."""
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    for kwargs in ({"correction": 4}, {"correction": 9, "fweights": [1, 2, 1, 1]}):
+        results = []
+        for lib in (torch, ember):
+            args = dict(kwargs)
+            if "fweights" in args:
+                args["fweights"] = lib.tensor(args["fweights"])
+            with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+                results.append(lib.cov(lib.tensor(x), **args))
+        np.testing.assert_array_equal(results[1].numpy(), results[0].numpy())

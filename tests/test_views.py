@@ -261,3 +261,56 @@ def test_empty_and_zero_d_views():
                       ((), lambda lib, x: x[None, None]), ((1,), lambda lib, x: x.squeeze())]:
         tb, eb = _pair(shape)
         _same_layout(fn(ember, eb), fn(torch, tb), f"{shape}")
+
+
+@pytest.mark.parametrize("indices", [3, 7, [1, 4], [4, 1], [-1], [-3, 2], [-9, 9], [0, 9], []])
+def test_tensor_split_pieces_are_slices(indices):
+    """Each piece is a slice bounded by two indices (negative ones count from the end, a
+    decreasing pair gives an empty piece), a view of the input with its own SliceBackward0."""
+    results = []
+    for lib in (torch, ember):
+        x = lib.arange(35, dtype=lib.float64).reshape(5, 7).requires_grad_()
+        pieces = lib.tensor_split(x, indices, 1)
+        sum((p * (i + 1)).sum() for i, p in enumerate(pieces)).backward()
+        # (An empty piece's storage_offset is left out: Ember reports 0 for any empty view.)
+        results.append(([(tuple(p.shape), p.stride(), p.storage_offset() if p.numel() else None,
+                          type(p.grad_fn).__name__, p.detach().numpy().tolist()) for p in pieces],
+                        x.grad.numpy().tolist()))
+    assert results[1] == results[0]
+
+
+def test_in_place_view_ops_record_the_in_place_nodes():
+    """squeeze_/unsqueeze_/transpose_/t_ record PyTorch's in-place overload nodes."""
+    ops = [lambda y: y.squeeze_(), lambda y: y.squeeze_(1), lambda y: y.squeeze_((1,)),
+           lambda y: y.unsqueeze_(0), lambda y: y.transpose_(0, 1), lambda y: y.t_()]
+    results = []
+    for lib in (torch, ember):
+        x = lib.arange(3.0, dtype=lib.float64).reshape(3, 1).requires_grad_()
+        names = []
+        for i, op in enumerate(ops):
+            y = x * 2
+            op(y)
+            names.append((type(y.grad_fn).__name__, tuple(y.shape)))
+            (y * (i + 1)).sum().backward()
+        results.append((names, x.grad.numpy().tolist()))
+    assert results[1] == results[0]
+
+
+def test_copy_into_a_view_takes_the_source_edge():
+    """copy_ into a view gives the base a CopySlices whose second edge is the source's own
+    history (as PyTorch), with the region's gradient summed to a broadcast source's shape and
+    cast to its dtype."""
+    results = []
+    for lib in (torch, ember):
+        w = lib.arange(4.0, dtype=lib.float64).requires_grad_()
+        v = lib.ones(3, 4, dtype=lib.float32, requires_grad=True)
+        base = lib.zeros(2, 3, 4, dtype=lib.float64)
+        base[0].copy_(w * 2)
+        base[1].copy_(v)
+        weights = lib.arange(24.0, dtype=lib.float64).reshape(2, 3, 4)
+        (base * weights).sum().backward()
+        edges = [type(f).__name__ if f is not None else None
+                 for f, _ in base.grad_fn.next_functions]
+        results.append((type(base.grad_fn).__name__, edges, w.grad.numpy().tolist(),
+                        str(v.grad.dtype).split(".")[-1], v.grad.numpy().tolist()))
+    assert results[1] == results[0]

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _tensor as _tensor_mod
+from .. import _device as _device_mod
 from .._device import device as _device_cls
 from .._random import numpy_generator
 from .. import _memory_format as _mf
@@ -20,7 +21,7 @@ from ..autograd.grad_mode import _state as _grad_state
 def resolve_device(device):
     """A canonical device: "cpu" has no index; other types default to index 0."""
     if device is None:
-        return _tensor_mod._default_device
+        return _device_mod._default_device
     if not isinstance(device, _device_cls):
         device = _device_cls(device)
     if device.type == "cpu":
@@ -491,6 +492,8 @@ class ToCopyBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
+        if grad._dtype._kind == 3 and self.src_dtype._kind != 3:
+            grad = grad.real  # a real source gets the real part, without to()'s cast warning
         return grad.to(dtype=self.src_dtype, device=self.src_device)
 
 
@@ -541,11 +544,7 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
     return out
 
 
-_TENSOR_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                      "int32": "IntTensor", "bool": "BoolTensor", "float16": "HalfTensor",
-                      "bfloat16": "BFloat16Tensor", "uint8": "ByteTensor", "int8": "CharTensor",
-                      "int16": "ShortTensor", "complex64": "ComplexFloatTensor",
-                      "complex128": "ComplexDoubleTensor"}
+_TENSOR_TYPE_NAMES = {d: name + "Tensor" for d, name in dt.SCALAR_TYPE_NAMES.items()}
 _DTYPE_BY_TENSOR_TYPE = {name: dt._BY_NAME[d] for d, name in _TENSOR_TYPE_NAMES.items()}
 
 
@@ -746,10 +745,6 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
         "normal_kernel_cpu", math.sqrt(0.5), kernel_name="randn"))
 
 
-_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-                 "int16": "short", "int32": "int", "int64": "long"}
-
-
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False, layout=None, out=None, pin_memory=False):
     """Integers uniform on [low, high)."""
@@ -771,9 +766,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         info = np.iinfo(dtype.np) if dtype is not dt.bool else np.iinfo(np.uint8)
         hi_limit = 1 if dtype is dt.bool else info.max
         if low < info.min:
-            raise RuntimeError(f"from is out of bounds for {_C_TYPE_NAMES[dtype.name]}")
+            raise RuntimeError(f"from is out of bounds for {dt.TYPE_META_NAMES[dtype.name]}")
         if high - 1 > hi_limit:
-            raise RuntimeError(f"to - 1 is out of bounds for {_C_TYPE_NAMES[dtype.name]}")
+            raise RuntimeError(f"to - 1 is out of bounds for {dt.TYPE_META_NAMES[dtype.name]}")
     values = numpy_generator(generator).integers(low, high, size=_size((tuple(size),)),
                                                  dtype=np.int64)
     dev = resolve_device(device)

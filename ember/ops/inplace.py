@@ -129,8 +129,10 @@ def _store(self, data, allow_overlap=False):
     self._bump_version()
 
 
-def write_result(self, result, allow_overlap=False):
-    """Write ``result`` into ``self``'s memory; rebase ``self``'s history on ``result``'s."""
+def write_result(self, result, allow_overlap=False, written=None):
+    """Write ``result`` into ``self``'s memory; rebase ``self``'s history on ``result``'s.
+    ``written`` (``copy_``'s source) is what a view's region takes its gradient from instead:
+    as in PyTorch, the base's ``CopySlices`` then has the source's own edge, not the copy's."""
     if result._device is not self._device:
         raise device_mismatch(self, result)
     if result._layout is not _STRIDED:  # dense.mul_(sparse): the dense tensor takes it densified
@@ -151,7 +153,7 @@ def write_result(self, result, allow_overlap=False):
                                 (self._base is not None and self._base._requires_grad)):
         if result._requires_grad:
             _adopt_saved_result(self, result)
-        _rebase_history(self, result if result._requires_grad else None)
+        _rebase_history(self, result if result._requires_grad else None, written)
     return self
 
 
@@ -210,7 +212,7 @@ class FillBackward0(Node):
         return grad * 0
 
 
-def _rebase_history(self, result):
+def _rebase_history(self, result, written=None):
     base = self._base
     if base is None:
         if result is None:
@@ -227,6 +229,8 @@ def _rebase_history(self, result):
                 self.__dict__.pop("_output_nr", None)
         _refresh_views(self, self)
         return
+    if result is not None and written is not None:
+        result = written  # the engine sums and casts the region's gradient to its shape
     record(CopySlices, (base, result), base, replay=self._view_fn)
     base.__dict__.pop("_output_nr", None)
     _regenerate(self, base)
@@ -306,7 +310,7 @@ def _copy(self, src, allow_overlap=False):
     if not isinstance(src, Tensor):
         from .creation import tensor as _tensor
         src = _tensor(src, dtype=self._dtype, device=self._device)
-    return write_result(self, _copy_from(self, src), allow_overlap)
+    return write_result(self, _copy_from(self, src), allow_overlap, written=src)
 
 
 def fill_(self, value):

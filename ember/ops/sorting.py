@@ -1,8 +1,9 @@
 """Order statistics, uniqueness, searching and counting.
 
 Each op is one sort (or partition, or search) on the backend plus vectorised bookkeeping: no
-loop over rows or elements. Ops that select input elements (kthvalue, median, mode, quantile)
-record the selected positions and scatter the gradient back to them; ops with integer or count
+loop over rows or elements. Ops that select input elements (kthvalue, median, mode) record the
+selected positions and scatter the gradient back to them; quantile is PyTorch's composite of
+sort, gather and lerp, so its graph and gradient are those ops'; ops with integer or count
 results (unique, searchsorted, histc, bincount) have no gradient, as in PyTorch.
 
 Ties: ``mode`` returns the smallest most frequent value and its last position, which is PyTorch's
@@ -18,6 +19,10 @@ from .. import _dtype as dt
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, as_tensor_on, wrap_dim_no_scalar)
 from .reduce import MaxBackward0
+from .creation import full_like, scalar_tensor
+from .elementwise import lerp
+from .indexing import gather, masked_fill, sort
+from .shape import broadcast_tensors, unsqueeze, transpose, view, flatten
 from .. import return_types
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
@@ -214,23 +219,6 @@ def mode(input, dim=-1, keepdim=False):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-class QuantileBackward0(Node):
-    """Each result is (1 - w) x[below] + w x[above]: scatter those weights of the gradient to
-    the two input positions, summed over q."""
-    __slots__ = ()
-
-    def backward(self, grad):
-        below, above, weight = self.saved_tensors
-        g = grad.reshape(self.flat_result_shape)
-        n = self.moved_shape[-1]
-        buffer = g.new_zeros(tuple(g.shape[:-1]) + (n,))
-        buffer = buffer.scatter_add(-1, below, g * (1 - weight)).scatter_add(-1, above, g * weight)
-        moved = buffer.sum(0)
-        if self.flat_input:
-            return moved.reshape(self.in_shape)
-        return moved.movedim(-1, self.dim)
-
-
 def _check_quantile_args(input, q, name, interpolation):
     if input._dtype not in (dt.float32, dt.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
@@ -258,81 +246,60 @@ def _check_quantile_args(input, q, name, interpolation):
                            f"midpoint or nearest, but got {interpolation}")
 
 
-def _lerp(xp, start, end, weight):
-    # PyTorch's form: exact at both ends, and monotone in the weight.
-    return xp.where(weight < 0.5, start + weight * (end - start),
-                    end - (end - start) * (1 - weight))
-
-
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    """PyTorch's composite, op for op: sort (the reduced dim moved last), view the sorted
+    values as the output's shape plus that dim, turn q into fractional ranks, gather the
+    values below and above each rank and lerp between them, then move q's dim to the front.
+    The gradient (to the input, and to a tensor q through the lerp weights) is the ops'."""
     name = "nanquantile" if ignore_nan else "quantile"
     _check_quantile_args(input, q, name, interpolation)
-    xp = input._backend.xp
-    data = input._data
-    np_dtype = data.dtype
-    flat_input = dim is None
-    if flat_input:
-        moved = data.reshape(-1)
-        d = None
+    nd = input._data.ndim
+    if not isinstance(q, Tensor):
+        q = scalar_tensor(q, dtype=input._dtype, device=input._device)
+    if dim is None:
+        out_shape = [1] * nd if keepdim else []
+        ordered = sort(flatten(input))[0]
     else:
-        d = wrap_dim(dim, data.ndim)
-        moved = xp.moveaxis(data, d, -1) if data.ndim else data.reshape(1)
-    q_is_tensor = isinstance(q, Tensor)
-    q_data = q._data.reshape(-1) if q_is_tensor else xp.asarray([q], dtype=np_dtype)
-    n = moved.shape[-1]
+        d = wrap_dim(dim, nd)
+        out_shape = list(input._data.shape)
+        if nd and keepdim:
+            out_shape[d] = 1
+        elif nd:
+            del out_shape[d]
+        if d == nd - 1:
+            ordered = sort(input)[0]
+        else:
+            ordered = sort(transpose(unsqueeze(input, -1), d, -1))[0]
+    ordered = view(ordered, out_shape + [ordered._data.shape[-1]])
 
-    order = xp.argsort(moved, axis=-1, kind="stable")
-    ordered = xp.take_along_axis(moved, order, axis=-1)
-    nans = xp.isnan(moved).sum(axis=-1, keepdims=True)
     if ignore_nan:
-        last = (n - nans - 1).astype(np_dtype)
+        # Ranks among the values that are not NaN; an all-NaN slice takes rank 0, a NaN.
+        ranks = q * (ordered.isnan().logical_not_().sum(-1, True) - 1)
+        ranks.masked_fill_(ranks < 0, 0)
     else:
-        last = xp.full(nans.shape, n - 1, dtype=np_dtype)
-    # One row of ranks per q: shape (Q, ..., 1).
-    q_shape = (q_data.shape[0],) + (1,) * moved.ndim
-    ranks = q_data.reshape(q_shape) * last
-    if not ignore_nan:
-        ranks = xp.where(nans > 0, n - 1, ranks)  # a NaN in the slice makes the result NaN
-    ranks = xp.maximum(ranks, 0)
+        # A slice holding NaN takes the last rank, where the sort put its NaNs.
+        last = ordered._data.shape[-1] - 1
+        ranks, has_nan = broadcast_tensors(q * last, ordered.isnan().any(-1, True))
+        ranks = masked_fill(ranks, has_nan, last)
     if interpolation == "lower":
-        ranks = xp.floor(ranks)
+        ranks.floor_()
     elif interpolation == "higher":
-        ranks = xp.ceil(ranks)
+        ranks.ceil_()
     elif interpolation == "nearest":
-        ranks = xp.round(ranks)  # half to even, as PyTorch
-    below = xp.floor(ranks).astype("int64")
-    above = xp.ceil(ranks).astype("int64")
-    if interpolation == "midpoint":
-        weight = xp.full(ranks.shape, 0.5, dtype=np_dtype)
-    elif interpolation == "linear":
-        weight = (ranks - below).astype(np_dtype)
-    else:
-        above = below
-        weight = xp.zeros(ranks.shape, dtype=np_dtype)
-    expanded = xp.broadcast_to(ordered, (q_shape[0],) + ordered.shape)
-    lo = xp.take_along_axis(expanded, below, axis=-1)
-    hi = xp.take_along_axis(expanded, above, axis=-1)
-    values = _lerp(xp, lo, hi, weight).astype(np_dtype, copy=False)  # (Q, ..., 1)
+        ranks.round_()  # half to even
 
-    flat_result_shape = values.shape
-    values = values[..., 0]
-    if keepdim:
-        if flat_input:
-            values = values.reshape((values.shape[0],) + (1,) * data.ndim)
-        elif data.ndim:
-            values = xp.expand_dims(values, d + 1)
-    if not q_is_tensor or q._data.ndim == 0:
-        values = values[0]
-    res = _wrap(xp.array(values, dtype=np_dtype), input._dtype, input)
-    if needs_grad(input):
-        full_order = xp.broadcast_to(order, (q_shape[0],) + order.shape)
-        orig_below = _int64(input, xp.take_along_axis(full_order, below, axis=-1))
-        orig_above = _int64(input, xp.take_along_axis(full_order, above, axis=-1))
-        record(QuantileBackward0, (input,), res,
-               save=(orig_below, orig_above, _wrap(weight, input._dtype, input)),
-               flat_result_shape=flat_result_shape, moved_shape=moved.shape,
-               flat_input=flat_input or data.ndim == 0, in_shape=data.shape, dim=d)
-    return res
+    ranks_below = ranks.to(dt.int64)
+    values = gather(ordered, -1, ranks_below)
+    if interpolation in ("linear", "midpoint"):
+        if interpolation == "midpoint":
+            weights = full_like(ranks, 0.5).masked_fill_(ranks.isnan(), math.nan)
+        else:
+            weights = ranks - ranks_below
+        values_above = gather(ordered, -1, ranks.ceil_().to(dt.int64))
+        values = lerp(values, values_above, weights)
+    if q._data.ndim == 0:
+        return values.squeeze_(-1)
+    return values.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):

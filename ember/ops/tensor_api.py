@@ -21,6 +21,9 @@ from ..backends import get_backend
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_dims,
                         dtype_name, device_mismatch)
 from .inplace import check_inplace, inplace
+from .elementwise import div_scalar, mul_scalar
+from .shape import (SqueezeBackward3, SqueezeBackward4, SqueezeBackward5, TBackward1,
+                    TransposeBackward1, UnsqueezeBackward1)
 from .. import return_types
 from ._dispatch import CompositeBackward, record_composite
 from ..autograd.grad_mode import no_grad
@@ -526,29 +529,29 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if observations._dtype._kind <= 1:
         observations = observations.to(dt.get_default_dtype())
 
+    # PyTorch's composite, op for op: sums divided by the weight total (a 0-d int64 tensor
+    # without weights), the centred observations multiplied by their own (weighted) transpose.
     if weights is None:
-        mean = observations.mean(1, keepdim=True)
-        w_sum = n_obs
-        norm = n_obs - correction
+        w_sum = _wrap(input._backend.xp.asarray(n_obs, dtype=np.int64), dt.int64, input)
+        avg = observations.sum(1) / w_sum
     else:
-        w_sum_t = weights.sum()
-        mean = (observations * weights).sum(1, keepdim=True) / w_sum_t
-        w_sum = w_sum_t
-        if correction == 0:
-            norm = w_sum
-        elif aweights is None:
-            norm = w_sum - correction
-        else:
-            norm = w_sum - correction * (weights * aweights).sum() / w_sum
-    norm_value = float(norm) if isinstance(norm, Tensor) else norm
-    if norm_value <= 0:
+        w_sum = weights.sum()
+        if not bool(w_sum != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+        avg = (observations * weights).sum(1) / w_sum
+    if weights is not None and aweights is not None and correction != 0:
+        norm = w_sum - mul_scalar((weights * aweights).sum(), correction) / w_sum
+    elif weights is not None and correction == 0:
+        norm = w_sum
+    else:
+        norm = w_sum - correction
+    if float(norm) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
-        norm = norm * 0 if isinstance(norm, Tensor) else 0
-    centered = observations - mean
+        norm = norm.zero_()
+    centered = observations - avg.unsqueeze(1)
     scaled = centered if weights is None else centered * weights
-    res = ops.mm(centered, scaled.t().conj()) / norm
-    return res.squeeze()
+    return (ops.mm(centered, scaled.t().conj()) / norm).squeeze()
 
 
 def corrcoef(input):
@@ -559,10 +562,14 @@ def corrcoef(input):
     c = cov(input)
     if c._data.ndim == 0:
         return c / c
-    stddev = ops.sqrt(ops.diagonal(c))
-    c = c / stddev.unsqueeze(1)
-    c = c / stddev.unsqueeze(0)
-    return c if c._dtype._kind == 3 else ops.clip(c, -1, 1)
+    d = ops.diagonal(c)
+    stddev = ops.sqrt(ops.real(d) if d._dtype._kind == 3 else d)
+    c = c / stddev.view(-1, 1)
+    c = c / stddev.view(1, -1)
+    if c._dtype._kind == 3:
+        # As NumPy: the real and imaginary parts clipped separately.
+        return ops.complex(ops.clip(ops.real(c), -1, 1), ops.clip(ops.imag(c), -1, 1))
+    return ops.clip(c, -1, 1)
 
 
 def dist(input, other, p=2):
@@ -791,14 +798,18 @@ def _gradient_along(f, d, h, edge_order):
                                f"as the input tensor and to have one dimension of size {n}"
                                .replace("torch.", "ember."))
         return _gradient_coordinates(f, d, h, edge_order, part, n)
-    interior = (part(2, n) - part(0, n - 2)) / (2 * h)
+    # PyTorch's composite and its arithmetic: the central difference is divided by h, then by
+    # 2, and numbers apply through the Scalar overloads.
+    interior = div_scalar(part(2, n) - part(0, n - 2), h)
     if edge_order == 1:
-        first = (part(1, 2) - part(0, 1)) / h
-        last = (part(n - 1, n) - part(n - 2, n - 1)) / h
+        first = div_scalar(part(1, 2) - part(0, 1), h)
+        last = div_scalar(part(n - 1, n) - part(n - 2, n - 1), h)
     else:
-        first = (part(0, 1) * -1.5 + part(1, 2) * 2 - part(2, 3) * 0.5) / h
-        last = (part(n - 3, n - 2) * 0.5 - part(n - 2, n - 1) * 2 + part(n - 1, n) * 1.5) / h
-    return _ops().cat([first, interior, last], d)
+        first = div_scalar(mul_scalar(part(0, 1), -1.5) + mul_scalar(part(1, 2), 2)
+                           - mul_scalar(part(2, 3), 0.5), h)
+        last = div_scalar(mul_scalar(part(n - 3, n - 2), 0.5) - mul_scalar(part(n - 2, n - 1), 2)
+                          + mul_scalar(part(n - 1, n), 1.5), h)
+    return _ops().cat([first, div_scalar(interior, 2), last], d)
 
 
 def _gradient_coordinates(f, d, coords, edge_order, part, n):
@@ -809,10 +820,12 @@ def _gradient_coordinates(f, d, coords, edge_order, part, n):
     def along(t):
         return t.reshape(shape)
 
-    dx = coords[1:] - coords[:-1]
+    # PyTorch's composite, op for op: each one-sided stencil is its three weights times the
+    # three slices, summed.
+    dx = coords.diff(1, 0)
     if dx._dtype._kind < 2:
         dx = dx.to(f._dtype)
-    dx1, dx2 = dx[:-1], dx[1:]
+    dx1, dx2 = dx.narrow(0, 0, n - 2), dx.narrow(0, 1, n - 2)
     a = along(-dx2 / (dx1 * (dx1 + dx2)))
     b = along((dx2 - dx1) / (dx1 * dx2))
     c = along(dx1 / (dx2 * (dx1 + dx2)))
@@ -822,11 +835,15 @@ def _gradient_coordinates(f, d, coords, edge_order, part, n):
         last = (part(n - 1, n) - part(n - 2, n - 1)) / dx[-1]
     else:
         h1, h2 = dx[0], dx[1]
-        first = (part(0, 1) * (-(2 * h1 + h2) / (h1 * (h1 + h2))) + part(1, 2) * ((h1 + h2) / (h1 * h2))
-                 - part(2, 3) * (h1 / (h2 * (h1 + h2))))
+        a = -(mul_scalar(h1, 2.0) + h2) / (h1 * (h1 + h2))
+        b = (h1 + h2) / (h1 * h2)
+        c = (-h1) / (h2 * (h1 + h2))
+        first = a * part(0, 1) + b * part(1, 2) + c * part(2, 3)
         h1, h2 = dx[-2], dx[-1]
-        last = (part(n - 3, n - 2) * (h2 / (h1 * (h1 + h2))) - part(n - 2, n - 1) * ((h2 + h1) / (h1 * h2))
-                + part(n - 1, n) * ((2 * h2 + h1) / (h2 * (h1 + h2))))
+        a = h2 / (h1 * (h2 + h1))
+        b = -(h2 + h1) / (h2 * h1)
+        c = (mul_scalar(h2, 2) + h1) / (h2 * (h2 + h1))
+        last = a * part(n - 3, n - 2) + b * part(n - 2, n - 1) + c * part(n - 1, n)
     return ops.cat([first, interior, last], d)
 
 
@@ -869,7 +886,9 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False, out=N
 # igamma, igammac: the regularized lower and upper incomplete gamma functions
 # ---------------------------------------------------------------------------------------------
 
-_MAX_TERMS = 2000
+# Near x = a the series needs about 9 sqrt(a) terms to reach float64 precision: 5000 covers
+# a up to ~3e5, Gamma draws' implicit gradients (ember.distributions) included.
+_MAX_TERMS = 5000
 _EPS = float(np.finfo(np.float64).eps)
 
 
@@ -915,6 +934,19 @@ def _upper_fraction(xp, a, x):
     return h
 
 
+def regularized_gamma_tails(xp, a, x, lgamma_a, lower):
+    """P(a, x) where ``lower``, Q(a, x) elsewhere, for positive finite float64 arrays of one
+    shape (``lgamma_a`` is lgamma(a)). Each tail comes from its own expansion, never as 1 minus
+    the other, so a tail near 0 keeps its relative precision; the series converges fastest
+    for x < a + 1, the continued fraction beyond, which is where callers choose them."""
+    out = xp.empty(a.shape)
+    for tail, where in ((_lower_series, lower), (_upper_fraction, ~lower)):
+        if xp.any(where):
+            av, xv = a[where], x[where]
+            out[where] = tail(xp, av, xv) * xp.exp(_log_prefactor(xp, lgamma_a[where], av, xv))
+    return out
+
+
 def _igamma_arrays(xp, a, x, lgamma_a, upper):
     """P(a, x) (or Q(a, x) when ``upper``) for float64 arrays of one shape."""
     out = xp.full(a.shape, math.nan)
@@ -927,16 +959,13 @@ def _igamma_arrays(xp, a, x, lgamma_a, upper):
     regular = valid & ~edge_one & ~edge_zero & (a > 0) & (x > 0) & ~xp.isinf(x) & ~xp.isinf(a)
     out[edge_one] = lower_val if upper else upper_val
     out[edge_zero] = upper_val if upper else lower_val
-    series = regular & (x < a + 1)
-    fraction = regular & ~series
-    if xp.any(series):
-        av, xv = a[series], x[series]
-        p = _lower_series(xp, av, xv) * xp.exp(_log_prefactor(xp, lgamma_a[series], av, xv))
-        out[series] = 1 - p if upper else p
-    if xp.any(fraction):
-        av, xv = a[fraction], x[fraction]
-        q = _upper_fraction(xp, av, xv) * xp.exp(_log_prefactor(xp, lgamma_a[fraction], av, xv))
-        out[fraction] = q if upper else 1 - q
+    if xp.any(regular):
+        av, xv = a[regular], x[regular]
+        lower = xv < av + 1
+        tails = regularized_gamma_tails(xp, av, xv, lgamma_a[regular], lower)
+        # ``tails`` holds P where ``lower``, Q elsewhere; the function asked for is the other's
+        # complement where it is not the one computed.
+        out[regular] = xp.where(lower != upper, tails, 1 - tails)
     return out
 
 
@@ -1139,12 +1168,16 @@ def fill_diagonal_(self, fill_value, wrap=False):
 # In-place view ops: self takes the view's metadata and (when recording) its history
 # ---------------------------------------------------------------------------------------------
 
-def _inplace_view(self, undo, view_op, *args):
+def _inplace_view(self, undo, view_op, *args, node=None):
     """Give ``self`` the geometry (and, when recording, the history) of ``view_op(self)``.
     ``undo`` maps a tensor of the new geometry back to the old one: views taken of ``self``
-    earlier replay themselves through it, since their replay functions start from ``self``."""
+    earlier replay themselves through it, since their replay functions start from ``self``.
+    ``node`` is PyTorch's name for the in-place overload (``TransposeBackward1``…), a subclass
+    of the out-of-place node with the same backward."""
     check_inplace(self)
     result = view_op(self, *args)
+    if node is not None and result.grad_fn is not None:
+        result.grad_fn.__class__ = node
     self._data = result._data
     if self._base is not None:
         self._view_fn = result._view_fn
@@ -1178,22 +1211,26 @@ def t_(self):
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
                            f"{self._data.ndim}D")
     undo = (lambda t: t.t()) if self._data.ndim == 2 else (lambda t: t)
-    return _inplace_view(self, undo, _ops().t)
+    return _inplace_view(self, undo, _ops().t, node=TBackward1)
 
 
 def transpose_(self, dim0, dim1):
-    return _inplace_view(self, lambda t: t.transpose(dim0, dim1), _ops().transpose, dim0, dim1)
+    return _inplace_view(self, lambda t: t.transpose(dim0, dim1), _ops().transpose, dim0, dim1,
+                         node=TransposeBackward1)
 
 
 swapaxes_ = swapdims_ = transpose_
 
 
 def squeeze_(self, dim=None):
-    return _inplace_view(self, _reshape_back(self), _ops().squeeze, dim)
+    node = (SqueezeBackward3 if dim is None else
+            SqueezeBackward5 if isinstance(dim, (tuple, list)) else SqueezeBackward4)
+    return _inplace_view(self, _reshape_back(self), _ops().squeeze, dim, node=node)
 
 
 def unsqueeze_(self, dim):
-    return _inplace_view(self, _reshape_back(self), _ops().unsqueeze, dim)
+    return _inplace_view(self, _reshape_back(self), _ops().unsqueeze, dim,
+                         node=UnsqueezeBackward1)
 
 
 def as_strided_(self, size, stride, storage_offset=None):
@@ -1451,30 +1488,56 @@ def _stft_prefix(name, input, n_fft, hop_length, win_length, window):
             f"win_length={win_length}, window={'None' if window is None else 'Tensor'}) : ")
 
 
-def _padded_window(window, n_fft, win_length, like, prefix):
-    ops = _ops()
+def _check_window(window, win_length, like, prefix):
     if window is None:
-        return None
+        return
     _same_device(like, window)
     if window._data.ndim != 1 or window._data.shape[0] != win_length:
         raise RuntimeError(f"{prefix}expected a 1D window tensor of size equal to "
                            f"win_length={win_length}, but got window with size "
                            f"{list(window._data.shape)}")
-    if win_length < n_fft:
-        left = (n_fft - win_length) // 2
-        window = ops.cat([ops.zeros(left, dtype=window._dtype, device=window._device), window,
-                          ops.zeros(n_fft - win_length - left, dtype=window._dtype,
-                                    device=window._device)])
-    return window
+
+
+def _stft_window(window, n_fft, win_length, like):
+    """The window over ``n_fft`` samples, as PyTorch's stft makes it: a shorter one written into
+    the middle of zeros (``narrow(...).copy_``), no window a block of ones there."""
+    ops = _ops()
+    if win_length == n_fft:
+        return window
+    left = (n_fft - win_length) // 2
+    padded = ops.zeros(n_fft, dtype=(window if window is not None else like)._dtype,
+                       device=like._device)
+    if window is None:
+        padded.narrow(0, left, win_length).fill_(1)
+    else:
+        padded.narrow(0, left, win_length).copy_(window)
+    return padded
+
+
+def _frames(signal, n_fft, hop_length):
+    """PyTorch's time2col: the frames of a (batch, length) signal as a strided view
+    (batch, n_frames, n_fft) of its storage."""
+    ops = _ops()
+    batch, length = signal._data.shape
+    n_frames = 1 + (length - n_fft) // hop_length
+    root = signal._base if signal._base is not None else signal
+    flags = root._data.flags
+    if not (flags.c_contiguous or flags.f_contiguous):
+        # as_strided addresses a storage that is one block; the same windows as a view
+        return signal.unfold(-1, n_fft, hop_length)
+    s0, s1 = signal.stride()
+    return ops.as_strided(signal, (batch, n_frames, n_fft), (s0, hop_length * s1, s1))
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
          pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
          align_to_window=None):
     """Short-time Fourier transform: frames of ``n_fft`` samples every ``hop_length``, each
-    multiplied by ``window`` and transformed (built of unfold and the FFT, so differentiable)."""
+    multiplied by ``window`` and transformed, recorded as PyTorch records it (the centring pad
+    between two views, the frames as one ``as_strided`` view, one FFT kernel over the last dim,
+    transposed in place)."""
     ops = _ops()
-    from .. import fft as _fft
+    from . import spectral
     if center and input._dtype is dt.bool and pad_mode in ("reflect", "replicate"):
         # PyTorch pads the signal before any other check, and has no bool kernel for that
         kernel = "reflection_pad1d" if pad_mode == "reflect" else "replication_pad1d"
@@ -1496,15 +1559,18 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     prefix = _stft_prefix("stft", input, n_fft, hop_length, win_length, window)
     if nd not in (1, 2):
         raise RuntimeError(f"{prefix}expected a 1D or 2D tensor")
-    signal = input if nd == 2 else input.unsqueeze(0)
-    if center:
+    signal = input
+    if center:  # torch.functional.stft: the pad runs on a (1, batch, length) view
         from ..nn import functional as F
         half = n_fft // 2
-        signal = F.pad(signal.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+        extended = signal.view((1,) * (3 - nd) + tuple(signal._data.shape))
+        padded = F.pad(extended, (half, half), mode=pad_mode)
+        signal = padded.view(padded._data.shape[-nd:])
     if input._dtype._kind < 2:  # checked on the padded signal, which PyTorch's message names
-        padded = _stft_prefix("stft", signal if nd == 2 else signal.squeeze(0), n_fft,
-                              hop_length, win_length, window)
+        padded = _stft_prefix("stft", signal, n_fft, hop_length, win_length, window)
         raise RuntimeError(f"{padded}expected a tensor of floating point or complex values")
+    if nd == 1:
+        signal = signal.unsqueeze(0)
     length = signal._data.shape[-1]
     if not 0 < n_fft <= length:
         raise RuntimeError(f"{prefix}expected 0 < n_fft < {length}, but got n_fft={n_fft}")
@@ -1513,33 +1579,39 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not 0 < win_length <= n_fft:
         raise RuntimeError(f"{prefix}expected 0 < win_length <= n_fft, but got "
                            f"win_length={win_length}")
-    window = _padded_window(window, n_fft, win_length, input, prefix)
-    frames = signal.unfold(-1, n_fft, hop_length)            # (batch, n_frames, n_fft)
+    _check_window(window, win_length, input, prefix)
+    window = _stft_window(window, n_fft, win_length, input)
+    frames = _frames(signal, n_fft, hop_length)              # (batch, n_frames, n_fft)
     if window is not None:
-        frames = frames * window
-    complex_input = input._dtype._kind == 3 or (window is not None and window._dtype._kind == 3)
+        frames = frames.mul(window)
+    complex_input = frames._dtype._kind == 3
     if onesided is None:
         onesided = not complex_input
     elif onesided and complex_input:
         raise RuntimeError(f"{prefix}Cannot have onesided output if window or input is "
                            "complex")
-    norm = "ortho" if normalized else "backward"
-    spectrum = _fft.rfft(frames, dim=-1, norm=norm) if onesided else \
-        _fft.fft(frames, dim=-1, norm=norm)
-    spectrum = spectrum.transpose(-1, -2)                    # (batch, freq, n_frames)
+    mode = spectral._BY_ROOT_N if normalized else spectral._NONE
+    if complex_input:
+        spectrum = spectral._fft_c2c(frames, [2], mode, True)
+    else:
+        spectrum = spectral._fft_r2c(frames, [2], mode, onesided)
+    spectrum.transpose_(1, 2)                                # (batch, freq, n_frames)
     if nd == 1:
-        spectrum = spectrum.squeeze(0)
+        spectrum.squeeze_(0)
     if not return_complex:
-        spectrum = ops.view_as_real(spectrum.contiguous())
+        spectrum = ops.view_as_real(spectrum)
     return spectrum
 
 
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
           normalized=False, onesided=None, length=None, return_complex=False):
-    """Inverse of ``stft``: inverse FFT of each frame, windowed overlap-add, divided by the
-    summed squared window (the least-squares estimate, as in PyTorch)."""
+    """Inverse of ``stft``: inverse FFT of each frame, windowed overlap-add
+    (``unfold_backward``), divided by the overlap-added squared window (the least-squares
+    estimate), recorded as PyTorch records it."""
     ops = _ops()
-    from .. import fft as _fft
+    from . import spectral
+    from .cumulative import unfold_backward
+    from .conv import constant_pad_nd
     if input._dtype._kind != 3:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
@@ -1550,8 +1622,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if nd not in (2, 3):
         raise RuntimeError(f"{prefix}expected a tensor with a 2 or 3 dimensions of complex "
                            f"dtype, but got {nd}")
-    spectrum = input if nd == 3 else input.unsqueeze(0)
-    n_freq, n_frames = spectrum._data.shape[-2:]
+    n_freq, n_frames = input._data.shape[-2:]
     if onesided is None:
         onesided = n_freq != n_fft
     if onesided and n_fft // 2 + 1 != n_freq:
@@ -1565,30 +1636,37 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise RuntimeError(f"{prefix}expected 0 < hop_length <= win_length")
     if not 0 < win_length <= n_fft:
         raise RuntimeError(f"{prefix}expected 0 < win_length <= n_fft")
-    window = _padded_window(window, n_fft, win_length, input, prefix)
-    norm = "ortho" if normalized else "backward"
-    columns = spectrum.transpose(-1, -2)                     # (batch, n_frames, freq)
-    if onesided:
-        frames = _fft.irfft(columns, n=n_fft, dim=-1, norm=norm)
-    else:
-        frames = _fft.ifft(columns, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            frames = ops.real(frames)
-    real_dtype = frames._dtype if frames._dtype._kind == 2 else (
-        dt.float64 if frames._dtype is dt.complex128 else dt.float32)
+    _check_window(window, win_length, input, prefix)
+    if return_complex and onesided:
+        raise RuntimeError(f"{prefix}Cannot have onesided output if window or input is "
+                           "complex")
+    if not return_complex and window is not None and window._dtype._kind == 3:
+        raise RuntimeError(f"{prefix}Complex windows are incompatible with "
+                           "return_complex=False")
+    columns = ops.view_as_real(ops.resolve_conj(input))      # (batch?, freq, n_frames, 2)
     if window is None:
-        window = ops.ones(n_fft, dtype=real_dtype, device=input._device)
-    frames = frames * window
+        window = ops.ones(win_length, dtype=columns._dtype, device=input._device)
+    if win_length != n_fft:  # centred between zeros
+        left = (n_fft - win_length) // 2
+        window = constant_pad_nd(window, ((left, n_fft - win_length - left),), 0)
+    if nd == 2:
+        columns = columns.unsqueeze(0)
+    columns = columns.transpose(1, 2)                        # (batch, n_frames, freq, 2)
+    if not _views_as_complex(columns):
+        columns = columns.contiguous()
+    columns = ops.view_as_complex(columns)
+    mode = spectral._BY_ROOT_N if normalized else spectral._BY_N
+    if return_complex:
+        frames = spectral._fft_c2c(columns, [2], mode, False)
+    else:
+        if not onesided:
+            columns = columns.narrow(-1, 0, n_fft // 2 + 1)
+        frames = spectral._fft_c2r(columns, [2], mode, n_fft)
+    frames = frames * window.view(1, 1, n_fft)               # (batch, n_frames, n_fft)
     expected = n_fft + hop_length * (n_frames - 1)
-    xp = input._backend.xp
-    positions = (xp.arange(n_frames)[:, None] * hop_length + xp.arange(n_fft)[None, :]).reshape(-1)
-    index = _wrap(positions, dt.int64, input)
-    batch = frames._data.shape[0]
-    signal = ops.zeros((batch, expected), dtype=frames._dtype, device=input._device)
-    signal = signal.index_add(1, index, frames.reshape(batch, -1))
-    squared = (window * window.conj() if window._dtype._kind == 3 else window * window)
-    envelope = ops.zeros(expected, dtype=squared._dtype, device=input._device).index_add(
-        0, index, squared.expand(n_frames, n_fft).reshape(-1))
+    signal = unfold_backward(frames, (frames._data.shape[0], expected), 1, n_fft, hop_length)
+    squared = window.pow(2).expand(1, n_frames, n_fft)
+    envelope = unfold_backward(squared, (1, expected), 1, n_fft, hop_length)
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + length
@@ -1597,12 +1675,22 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     else:
         end = expected
     stop = builtins.min(end, expected)
-    signal = signal[:, start:stop]
-    envelope = envelope[start:stop]
+    kept = builtins.max(stop - start, 0)
+    signal = signal.narrow(1, start, kept)
+    envelope = envelope.narrow(1, start, kept)
     if envelope.numel() and bool((envelope.abs() < 1e-11).any()):
         raise RuntimeError(f"{prefix}window overlap add min: 1")
     signal = signal / envelope
+    if nd == 2:
+        signal = signal.squeeze(0)
     if end > expected:
-        signal = ops.cat([signal, ops.zeros((batch, end - expected), dtype=signal._dtype,
-                                            device=input._device)], 1)
-    return signal.squeeze(0) if nd == 2 else signal
+        signal = constant_pad_nd(signal, ((0, end - expected),), 0)
+    return signal
+
+
+def _views_as_complex(pairs):
+    """Whether ``view_as_complex`` can view ``pairs`` as it is (PyTorch's ``as_complex``: pairs
+    adjacent and every other stride even), else it needs a contiguous copy first."""
+    strides = pairs.stride()
+    return (strides[-1] == 1 and all(s % 2 == 0 for s in strides[:-1])
+            and pairs.storage_offset() % 2 == 0)

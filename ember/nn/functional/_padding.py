@@ -1,6 +1,7 @@
-"""``pad``: constant padding is an op (``ember.ops.conv.constant_pad_nd``); reflect, replicate
-and circular padding gather each padded dim by an index vector: reflect and replicate as one
-op (``ember.ops.conv.gather_dims``) under PyTorch's node, circular by ``index_select``."""
+"""``pad``: constant padding is an op (``ember.ops.conv.constant_pad_nd``); reflect and
+replicate padding gather each padded dim by an index vector, as one op
+(``ember.ops.conv.gather_dims``) under PyTorch's node; circular padding is PyTorch's composite
+of slice copies into a new tensor (``CopySlices`` nodes)."""
 from ..._tensor import _wrap
 from ... import _dtype as dt
 from ...ops import conv as _conv
@@ -27,10 +28,6 @@ def _source_index(xp, mode, size, lo, hi):
     positions = xp.arange(-lo, size + hi)
     if mode == "replicate":
         return xp.clip(positions, 0, size - 1)
-    if mode == "circular":
-        # PyTorch crops the negative sides first and wraps around what is left
-        start, kept = max(-lo, 0), size + min(lo, 0) + min(hi, 0)
-        return start + xp.arange(-max(lo, 0), kept + max(hi, 0)) % kept
     period = 2 * (size - 1)
     folded = positions % period if period else positions * 0
     return xp.where(folded < size, folded, period - folded)
@@ -70,7 +67,9 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     _check_non_constant(input, pairs, mode)
-    if input.dtype is dt.bool and mode != "circular":
+    if mode == "circular":
+        return _pad_circular(input, pairs)
+    if input.dtype is dt.bool:
         kernel = "reflection_pad" if mode == "reflect" else "replication_pad"
         raise NotImplementedError(f"\"{kernel}{len(pairs)}d\" not implemented for 'Bool'")
     xp = input._backend.xp
@@ -78,10 +77,41 @@ def pad(input, pad, mode="constant", value=None):
     gathers = [(lead + i, _wrap(xp.asarray(_source_index(xp, mode, input.shape[lead + i], lo, hi),
                                            dtype=xp.int64), dt.int64, input))
                for i, (lo, hi) in enumerate(pairs)]
-    if mode != "circular":  # one node, PyTorch's ReflectionPad2DBackward0 and the like
-        return _conv.gather_dims(input, gathers, _conv.INDEX_PAD_NODES[mode, len(gathers)])
-    out = input
-    for (dim, index), (lo, hi) in zip(gathers, pairs):
-        if lo or hi:
-            out = out.index_select(dim, index)
+    # one node, PyTorch's ReflectionPad2DBackward0 and the like
+    return _conv.gather_dims(input, gathers, _conv.INDEX_PAD_NODES[mode, len(gathers)])
+
+
+def _pad_circular(input, pairs):
+    """PyTorch's ``_pad_circular``: a new tensor gets the (cropped) input copied into its middle,
+    then, dim by dim from the last, each border is copied from the far side of the new tensor
+    itself. Every copy writes a slice in place, so the graph is PyTorch's chain of
+    ``CopySlices`` (corners are written more than once, as there)."""
+    lead = input.ndim - len(pairs)
+    in_shape = input.shape
+    out_shape = list(in_shape[:lead])
+    for size, (lo, hi) in zip(in_shape[lead:], pairs):
+        if size + lo + hi < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        out_shape.append(size + lo + hi)
+    out = input.new_empty(out_shape)
+    out_slice, in_slice = out, input
+    last_first = [(lead + i, lo, hi) for i, (lo, hi) in reversed(list(enumerate(pairs)))]
+    for dim, lo, hi in last_first:
+        out_slice = out_slice.narrow(dim, max(lo, 0), out_shape[dim] - max(hi, 0) - max(lo, 0))
+        in_slice = in_slice.narrow(dim, max(-lo, 0), in_shape[dim] - max(-hi, 0) - max(-lo, 0))
+    out_slice.copy_(in_slice)
+    for dim, lo, hi in last_first:
+        n = out_shape[dim]
+        if lo > 0:
+            out.narrow(dim, 0, lo).copy_(out.narrow(dim, n - lo - max(hi, 0), lo))
+        if hi > 0:
+            # PyTorch's copy runs forward through memory, so a right border wider than the
+            # distance to its source (a left crop allows it) repeats what it has just written:
+            # copy in pieces no wider than that distance.
+            source, target = max(lo, 0), n - hi
+            step = max(target - source, 1)
+            for offset in range(0, hi, step):
+                width = min(step, hi - offset)
+                out.narrow(dim, target + offset, width).copy_(
+                    out.narrow(dim, source + offset, width))
     return out
