@@ -66,6 +66,23 @@ def test_ndtr_left_tail_is_accurate():
     np.testing.assert_allclose(e, scipy.special.ndtr(x), rtol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_ndtr_values_do_not_depend_on_requires_grad(dtype):
+    """The accurate tail is kept with a graph too (one SpecialNdtrBackward0 node); its gradient
+    is the normal density, as torch's composite's is."""
+    x = np.linspace(-12, 8, 801)
+    plain = ember.special.ndtr(ember.tensor(x).to(getattr(ember, dtype))).numpy()
+    t = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_()
+    y = ember.special.ndtr(t)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), plain)
+    assert type(y.grad_fn).__name__ == "SpecialNdtrBackward0"
+    tt = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    torch.special.ndtr(tt).sum().backward()
+    tol = {"float64": 1e-15, "float32": 1e-7}[dtype]
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 15])
 def test_polygamma_float64(n):
     x = np.concatenate([RNG.uniform(0.05, 40, 3000), NEGATIVE[:300] / 4])

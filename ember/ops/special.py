@@ -15,7 +15,8 @@ Every function here is a NumPy formulation on the backend's ``xp``; none needs S
   the asymptotic expansion beyond.
 * ``ndtr, log_ndtr``: erfc (a backend primitive), with the asymptotic series of log ndtr for
   x < -20, where erfc underflows. (PyTorch's ndtr is (1 + erf(x/sqrt 2))/2, which loses its
-  digits below x = -5 and is 0 below -8.3; Ember's keeps them, to the underflow.)
+  digits below x = -5 and is 0 below -8.3; Ember's keeps them, to the underflow, whether or not
+  the input requires grad — so its graph is one node where PyTorch's is that composite's four.)
 * ``ndtri``: Acklam's rational approximation refined by one Halley step on erf in the centre and
   one Newton step on log_ndtr in the tails (where p may be subnormal).
 

@@ -1,11 +1,12 @@
 """Attention, as ``torch.nn.functional``: ``scaled_dot_product_attention`` and
 ``multi_head_attention_forward``.
 
-``scaled_dot_product_attention`` is one op: two batched matrix products over ``(..., L, E)``
-arrays with the scaling, the mask and a softmax applied in place on the ``(..., L, S)`` score
-array between them, and a backward node that reuses the saved probabilities. Like PyTorch's
-CPU kernels, a query row whose every key is masked out attends to nothing (its output and
-gradients are zero), where a plain softmax would give NaN.
+``scaled_dot_product_attention`` on 4-D ``(N, H, L, E)`` inputs is one op: two batched matrix
+products with the scaling, the mask and a softmax applied in place on the ``(..., L, S)`` score
+array between them, and a backward node that reuses the saved probabilities. Other ranks run
+what PyTorch's CPU build runs for them, its math fallback, op for op (so the graph is
+PyTorch's). Like PyTorch's CPU kernels, a query row whose every key is masked out attends to
+nothing (its output and gradients are zero), where a plain softmax would give NaN.
 
 ``multi_head_attention_forward`` follows PyTorch's function step by step (in-projection, bias_k
 / bias_v, zero attention, mask merging), so masks, shapes and errors are PyTorch's. With
@@ -20,8 +21,9 @@ from ... import _dtype as dt
 from ...autograd import grad_mode
 from ...ops._dispatch import (Node, Tensor, needs_grad, record, _wrap, device_mismatch,
                               dtype_name)
+from ...ops.elementwise import mul_scalar
 from ...ops.linalg import _cpp_name
-from ...ops.reduce import _quiet
+from ...ops.reduce import _quiet, SoftmaxBackward0
 from ._linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -187,6 +189,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, nan_rows):
     _check_sdpa_args(query, key, value, attn_mask, dropout_p, is_causal)
+    if not nan_rows and not query.ndim == key.ndim == value.ndim == 4:
+        # PyTorch's CPU kernels take only 4-D inputs; it computes the rest by its math fallback.
+        return _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if enable_gqa and query.ndim >= 3:
         key, value = _repeat_kv_heads(query, key, value)
     backend = query._backend
@@ -219,10 +224,8 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
 
     keep_scaled = None
     if dropout_p > 0:
-        # Ember's random stream, so ember.manual_seed makes the dropped pattern reproducible.
-        keep_scaled = ember.empty(probs.shape, dtype=dt.from_numpy_dtype(xp.dtype(work)),
-                                  device=query.device).bernoulli_(1 - dropout_p)
-        keep_scaled.mul_(1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
+        keep_scaled = _dropout_keep(probs.shape, dt.from_numpy_dtype(xp.dtype(work)), query,
+                                    dropout_p)
         out = _batched_matmul(backend, probs * keep_scaled._data, v)
     else:
         out = _batched_matmul(backend, probs, v)
@@ -254,6 +257,64 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                save=(query, key, value, bias_tensor, probs_tensor, keep_scaled),
                scale=scale_value, causal=is_causal, nan_rows=nan_rows)
     return res
+
+
+def _dropout_keep(shape, dtype, like, dropout_p):
+    """Dropout's multiplier: 0 where dropped, ``1 / (1 - p)`` where kept. Drawn from Ember's
+    random stream, so ``ember.manual_seed`` makes the dropped pattern reproducible."""
+    keep = ember.empty(shape, dtype=dtype, device=like.device).bernoulli_(1 - dropout_p)
+    return keep.mul_(1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0)
+
+
+class SafeSoftmaxBackward0(SoftmaxBackward0):
+    """ATen's ``_safe_softmax``: a softmax whose rows of only -inf are zeros, not NaN. Its
+    gradient is the softmax's, which is zero on those rows."""
+    __slots__ = ()
+
+
+def _safe_softmax(input):
+    """``_safe_softmax`` over the last dimension of a float tensor."""
+    xp = input._backend.xp
+    probs = input._data.copy()
+    if probs.shape[-1]:
+        with _quiet(xp):
+            _softmax_rows_inplace(xp, probs, nan_rows=False)
+    res = _wrap(probs, input._dtype, input)
+    if needs_grad(input):
+        record(SafeSoftmaxBackward0, (input,), res, save_out=True, dim=input.ndim - 1)
+    return res
+
+
+def _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """ATen's ``_scaled_dot_product_attention_math``, op for op: half types computed in
+    float32; grouped key/value heads repeated; query and key each scaled by the square root
+    of the scale (for stability) before their product; the mask (a causal one built as
+    ``tril``, a boolean one as 0 / -inf) added in place; ``_safe_softmax``; dropout as a
+    product with the scaled keep mask; the product with value. Both products are ``matmul``,
+    whose composite gives PyTorch's bmm nodes."""
+    d = query._dtype
+    if d._rank == 0:
+        query, key, value = query.to(dt.float32), key.to(dt.float32), value.to(dt.float32)
+    if enable_gqa and query.ndim >= 3:
+        key, value = _repeat_kv_heads(query, key, value)
+    scale_value = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    factor = math.sqrt(abs(scale_value))
+    scaled_query = mul_scalar(query, -factor if scale_value < 0 else factor)
+    attn = scaled_query.matmul(mul_scalar(key.transpose(-2, -1), factor))
+    xp = query._backend.xp
+    if is_causal:
+        keep = _causal_keep(xp, query.shape[-2], key.shape[-2])
+        attn_mask = _wrap(xp.where(keep, 0.0, _NEG_INF).astype(query._dtype.np), query._dtype,
+                          query)
+    elif attn_mask is not None and attn_mask._dtype is dt.bool:
+        attn_mask = _wrap(_mask_to_bias(xp, attn_mask._data, d.np), d, attn_mask)
+    if attn_mask is not None:
+        attn.add_(attn_mask)
+    attn = _safe_softmax(attn)
+    if dropout_p > 0:
+        attn = attn * _dropout_keep(attn.shape, attn._dtype, attn, dropout_p)
+    out = attn.matmul(value)
+    return out.to(d) if out._dtype is not d else out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Distances between vectors, as ``torch.nn.functional``."""
 import ember
 from ... import _dtype as dt
-from ...ops._dispatch import _wrap, CompositeBackward, record_composite
-from ...ops.elementwise import add_scalar
+from ...ops._dispatch import _wrap, CompositeBackward, record_composite, dtype_name
+from ...ops.elementwise import add_scalar, broadcast_error
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
@@ -24,12 +24,34 @@ class NormBackward1(CompositeBackward):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    x1, x2 = ember.broadcast_tensors(x1, x2)
-    # Each vector is scaled to unit length before the dot product, which keeps the result
-    # within [-1, 1] in floating point; a norm below eps is taken as eps.
-    unit1 = x1 / x1.norm(2, dim, keepdim=True).clamp_min(eps)
-    unit2 = x2 / x2.norm(2, dim, keepdim=True).clamp_min(eps)
-    return (unit1 * unit2).sum(dim)
+    """PyTorch's composite, op for op: integer operands converted, both expanded to a common
+    shape (unless already equal), each scaled to unit length before the dot product (which
+    keeps the result within [-1, 1] in floating point)."""
+    common = dt.result_type(x1, x2)
+    if common._kind != 2:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{dtype_name(common)}")
+    if not eps >= 0:
+        raise RuntimeError(f"eps must be non-negative, got: {eps:g}")
+    if x1._dtype._kind < 2:
+        x1 = x1.to(common)
+    if x2._dtype._kind < 2:
+        x2 = x2.to(common)
+    if x1.shape != x2.shape:
+        shape1, shape2 = tuple(x1.shape), tuple(x2.shape)
+        error = broadcast_error(shape1, shape2)
+        if error is not None:
+            raise error
+        shape = ember.broadcast_shapes(shape1, shape2)
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    # A norm below eps is taken as eps, clamped in place on a copy without a record: the
+    # gradient flows to the norm as if unclamped, as in PyTorch.
+    norm1 = ember.linalg.vector_norm(x1, 2, dim, keepdim=True).clone()
+    norm2 = ember.linalg.vector_norm(x2, 2, dim, keepdim=True).clone()
+    with ember.no_grad():
+        norm1.clamp_min_(eps)
+        norm2.clamp_min_(eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
 def pdist(input, p=2):
