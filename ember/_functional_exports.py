@@ -90,6 +90,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    # ATen reads the batch and channel sizes before any check: an IndexError below 2-D
+    input.size(0), input.size(1)
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 

@@ -8,7 +8,8 @@ positive number in ``elu``) are clamped first: a ``where`` gradient of ``0 * inf
 import math
 
 from .. import _dtype as dt
-from ._dispatch import Node, needs_grad, record, _wrap, dtype_name, keep_or_zero
+from ._dispatch import (Node, needs_grad, record, _wrap, dtype_name, keep_or_zero,
+                        checked_int_scalar)
 from .elementwise import _sigmoid, where
 from .creation import zeros_like
 from .shape import cat
@@ -91,15 +92,25 @@ class ThresholdBackward0(Node):
         return _zero_where(x <= self.threshold, grad)
 
 
-def threshold(input, threshold, value):
+class ThresholdBackward1(ThresholdBackward0):
+    """``threshold_``'s node: the same mask, on the copy of the input taken before the write."""
+    __slots__ = ()
+
+
+def threshold(input, threshold, value, node=ThresholdBackward0):
     if input._dtype is dt.bool:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if input._dtype._kind == 1:
+        # PyTorch's kernel takes both numbers in the input's integer type: truncated, and an
+        # error if out of its range (-0.5 for uint8)
+        threshold = checked_int_scalar(threshold, input._dtype)
+        value = checked_int_scalar(value, input._dtype)
     xp = input._backend.xp
     x = input._data
     data = xp.where(x > threshold, x, xp.asarray(value, dtype=x.dtype))
     res = _wrap(data, input._dtype, input)
     if needs_grad(input):
-        record(ThresholdBackward0, (input,), res, save=(input,), threshold=threshold)
+        record(node, (input,), res, save=(input,), threshold=threshold)
     return res
 
 
@@ -116,9 +127,15 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
         raise ValueError("min_val cannot be greater than max_val")
     if input._dtype is dt.bool:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if input._dtype is dt.uint8 and (min_val < 0 or max_val < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
-    data = input._backend.xp.clip(input._data, min_val, max_val).astype(input._dtype.np, copy=False)
+    low, high = min_val, max_val
+    if input._dtype._kind == 1:
+        # PyTorch truncates the limits to integers, then clamps by them (so a limit outside
+        # the input's range is an overflow error, and -0.5 is 0 for uint8)
+        low, high = checked_int_scalar(min_val, dt.int64), checked_int_scalar(max_val, dt.int64)
+        if input._dtype is dt.uint8 and (low < 0 or high < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        low, high = checked_int_scalar(low, input._dtype), checked_int_scalar(high, input._dtype)
+    data = input._backend.xp.clip(input._data, low, high).astype(input._dtype.np, copy=False)
     res = _wrap(data, input._dtype, input)
     if needs_grad(input):
         record(HardtanhBackward0, (input,), res, save=(input,), min_val=min_val, max_val=max_val)
@@ -137,12 +154,30 @@ class LeakyReluBackward0(Node):
         return where(x > 0, grad, grad * self.negative_slope)
 
 
-def leaky_relu(input, negative_slope=0.01):
+class LeakyReluBackward1(Node):
+    """The in-place form's node, which saves the result: with a non-negative slope it is
+    positive exactly where the input was."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        if self.negative_slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope "
+                "which is not supported. This is caused by calling in-place forward function "
+                "with a negative slope, please call out-of-place version instead. File an issue "
+                "at https://github.com/pytorch/pytorch if you do require supporting in-place "
+                "leakRelu backward calculation with negative slope")
+        (y,) = self.saved_tensors
+        return where(y > 0, grad, grad * self.negative_slope)
+
+
+def leaky_relu(input, negative_slope=0.01, node=LeakyReluBackward0):
     x = _float_input(input, "leaky_relu_cpu")
     data = input._backend.xp.where(x > 0, x, x * negative_slope)
     res = _result(input, data)
     if needs_grad(input):
-        record(LeakyReluBackward0, (input,), res, save=(input,), negative_slope=negative_slope)
+        saved = {"save_out": True} if node is LeakyReluBackward1 else {"save": (input,)}
+        record(node, (input,), res, negative_slope=negative_slope, **saved)
     return res
 
 
@@ -162,14 +197,33 @@ class CeluBackward0(EluBackward0):
     __slots__ = ()
 
 
+class EluBackward1(Node):
+    """The in-place forms' node, which saves the result (the input is overwritten): where it
+    is negative, ``result + alpha * scale`` is ``alpha * scale * exp(input * input_scale)``."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        if self.alpha < 0:  # the result's sign no longer tells the input's
+            raise RuntimeError(
+                "In-place elu backward calculation is triggered with a negative slope which is "
+                "not supported. This is caused by calling in-place forward function with a "
+                "negative slope, please call out-of-place version instead.")
+        (y,) = self.saved_tensors
+        return grad * where(y > 0, self.scale, (y + self.alpha * self.scale) * self.input_scale)
+
+
+class CeluBackward1(EluBackward1):
+    __slots__ = ()
+
+
 def _elu(input, alpha, scale, input_scale, node):
     x = _float_input(input, "elu_cpu")
     xp = input._backend.xp
     negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
     res = _result(input, xp.where(x > 0, x * scale, negative))
     if needs_grad(input):
-        record(node, (input,), res, save=(input,), alpha=alpha, scale=scale,
-               input_scale=input_scale)
+        saved = {"save_out": True} if issubclass(node, EluBackward1) else {"save": (input,)}
+        record(node, (input,), res, alpha=alpha, scale=scale, input_scale=input_scale, **saved)
     return res
 
 
@@ -181,10 +235,10 @@ def selu(input):
     return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
 
 
-def celu(input, alpha=1.0):
+def celu(input, alpha=1.0, node=CeluBackward0):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _elu(input, alpha, 1.0, 1.0 / alpha, CeluBackward0)
+    return _elu(input, alpha, 1.0, 1.0 / alpha, node)
 
 
 # ---- shrinkage, gated and parametric units ------------------------------------------------------
@@ -262,6 +316,12 @@ class PreluKernelBackward0(Node):
 
 def prelu_kernel(input, weight):
     """``input`` where positive, ``input * weight`` elsewhere (``weight`` broadcasts)."""
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{dtype_name(input._dtype)} and {dtype_name(weight._dtype)}")
+    if input._dtype._kind < 2:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
     x, w = input._data, weight._data
     res = _wrap(input._backend.xp.where(x > 0, x, x * w), input._dtype, input)
     if needs_grad(input, weight):
@@ -281,6 +341,10 @@ class RreluWithNoiseBackward0(Node):
 def rrelu_with_noise(input, negative_slopes, training):
     """``input`` times a slope: 1 where positive (or zero, when training), else the matching
     element of ``negative_slopes`` (an array broadcasting against the input)."""
+    if input._dtype._kind < 2:  # eval mode is PyTorch's leaky_relu kernel
+        kernel = "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
     xp = input._backend.xp
     x = input._data
     positive = x >= 0 if training else x > 0
@@ -437,13 +501,22 @@ def relu_(input):
     return inplace(input, relu)
 
 
+# PyTorch's in-place forms record their own nodes (``...Backward1``).
 def threshold_(input, threshold_value, value):
-    return inplace(input, threshold, threshold_value, value)
+    return inplace(input, threshold, threshold_value, value, node=ThresholdBackward1)
 
 
 def selu_(input):
-    return inplace(input, selu)
+    return inplace(input, _elu, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward1)
+
+
+def elu_(input, alpha=1.0):
+    return inplace(input, _elu, alpha, 1.0, 1.0, EluBackward1)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return inplace(input, leaky_relu, negative_slope, node=LeakyReluBackward1)
 
 
 def celu_(input, alpha=1.0):
-    return inplace(input, celu, alpha)
+    return inplace(input, celu, alpha, node=CeluBackward1)

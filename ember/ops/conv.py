@@ -16,6 +16,7 @@ import itertools
 import math
 import threading
 
+from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap
 
 
@@ -236,6 +237,23 @@ def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
 
 # ---- the three ops ---------------------------------------------------------------------------
 
+_HALF = (dt.float16, dt.bfloat16)
+
+
+def _operands(dtype, *tensors):
+    """The tensors' arrays, as float32 for half-precision ``dtype``: PyTorch's CPU kernels
+    accumulate the products, the kernel offsets and the bias in float32 and round once, which
+    rounding after each product would not reproduce."""
+    arrays = tuple(None if t is None else t._data for t in tensors)
+    if dtype not in _HALF:
+        return arrays
+    return tuple(None if a is None else a.astype(dt.float32.np) for a in arrays)
+
+
+def _rounded(data, dtype):
+    return data.astype(dtype.np) if dtype in _HALF else data
+
+
 class ConvolutionBackward0(Node):
     """Backward of ``convolution`` and of ``convolution_transpose`` (``transposed``), as
     PyTorch's one node serves both; the edges are (input, weight, bias)."""
@@ -268,10 +286,9 @@ def convolution(input, weight, bias, params, out_shape=None):
     """``input`` ``(N, C, *S)`` convolved with ``weight`` ``(O, C/groups, *K)`` (cross-correlation,
     as PyTorch), plus ``bias`` ``(O,)`` or None. Arguments are checked by ``nn.functional``.
     ``out_shape`` keeps only the leading outputs (the adjoint of ``output_padding``)."""
-    backend = input._backend
-    y, cols = _conv_arrays(backend, input._data, weight._data,
-                           None if bias is None else bias._data, params, out_shape=out_shape)
-    res = _wrap(y, input._dtype, input)
+    x, w, b = _operands(input._dtype, input, weight, bias)
+    y, cols = _conv_arrays(input._backend, x, w, b, params, out_shape=out_shape)
+    res = _wrap(_rounded(y, input._dtype), input._dtype, input)
     if needs_grad(input, weight, bias):
         attrs = {"params": params, "transposed": False}
         # The columns cost K times the input's memory but save the weight gradient a second
@@ -287,10 +304,11 @@ def convolution(input, weight, bias, params, out_shape=None):
 def convolution_transpose(input, weight, bias, spatial, params):
     """The transposed convolution of ``input`` ``(N, C, *S)`` with ``weight``
     ``(C, O/groups, *K)`` to spatial shape ``spatial``, plus ``bias`` ``(O,)`` or None."""
-    data = _input_grad_arrays(input._backend, input._data, weight._data, tuple(spatial), params)
-    if bias is not None:
-        data = data + bias._data.reshape((-1,) + (1,) * len(spatial))
-    res = _wrap(data, input._dtype, input)
+    x, w, b = _operands(input._dtype, input, weight, bias)
+    data = _input_grad_arrays(input._backend, x, w, tuple(spatial), params)
+    if b is not None:
+        data += b.reshape((-1,) + (1,) * len(spatial))
+    res = _wrap(_rounded(data, input._dtype), input._dtype, input)
     if needs_grad(input, weight, bias):
         record(ConvolutionBackward0, (input, weight, bias), res, save=(input, weight),
                params=params, transposed=True)
@@ -313,8 +331,9 @@ class ConvolutionInputGradBackward0(Node):
 def convolution_input_grad(grad, weight, spatial, params):
     """The transposed convolution: the gradient of ``convolution`` with respect to an input of
     spatial shape ``spatial``, given the output gradient ``grad``."""
-    data = _input_grad_arrays(grad._backend, grad._data, weight._data, tuple(spatial), params)
-    res = _wrap(data, grad._dtype, grad)
+    g, w = _operands(grad._dtype, grad, weight)
+    data = _input_grad_arrays(grad._backend, g, w, tuple(spatial), params)
+    res = _wrap(_rounded(data, grad._dtype), grad._dtype, grad)
     if needs_grad(grad, weight):
         record(ConvolutionInputGradBackward0, (grad, weight), res, save=(grad, weight),
                params=params)
@@ -336,9 +355,9 @@ class ConvolutionWeightGradBackward0(Node):
 
 def convolution_weight_grad(input, grad, kernel, params, cols=None):
     """The gradient of ``convolution`` with respect to its weight (kernel shape ``kernel``)."""
-    data = _weight_grad_arrays(input._backend, input._data, grad._data, tuple(kernel), params,
-                               cols)
-    res = _wrap(data, grad._dtype, grad)
+    x, g = _operands(grad._dtype, input, grad)
+    data = _weight_grad_arrays(input._backend, x, g, tuple(kernel), params, cols)
+    res = _wrap(_rounded(data, grad._dtype), grad._dtype, grad)
     if needs_grad(input, grad):
         record(ConvolutionWeightGradBackward0, (input, grad), res, save=(input, grad),
                params=params)
@@ -359,15 +378,18 @@ class Im2ColBackward0(Node):
 
 
 def im2col_op(input, kernel, stride, pads, dilation):
-    """``F.unfold`` on an ``(N, C, *S)`` tensor: ``(N, C * prod(kernel), L)``."""
+    """``F.unfold`` on an ``(N, C, *S)`` tensor: ``(N, C * prod(kernel), L)``; an unbatched
+    ``(C, *S)`` one gives ``(C * prod(kernel), L)`` (one node, as PyTorch's kernel)."""
     xp = input._backend.xp
-    cols, out_shape = im2col(xp, input._data, kernel, stride, pads, dilation)
-    batch = input.shape[0]
+    unbatched = input.ndim == len(kernel) + 1
+    data = input._data[None] if unbatched else input._data
+    cols, out_shape = im2col(xp, data, kernel, stride, pads, dilation)
+    batch = data.shape[0]
     cols = xp.ascontiguousarray(xp.swapaxes(
         cols.reshape(cols.shape[0], batch, math.prod(out_shape)), 0, 1))
-    res = _wrap(cols, input._dtype, input)
+    res = _wrap(cols[0] if unbatched else cols, input._dtype, input)
     if needs_grad(input):
-        record(Im2ColBackward0, (input,), res, spatial=tuple(input.shape[2:]), kernel=kernel,
+        record(Im2ColBackward0, (input,), res, spatial=tuple(data.shape[2:]), kernel=kernel,
                stride=stride, pads=pads, dilation=dilation)
     return res
 
@@ -380,12 +402,15 @@ class Col2ImBackward0(Node):
 
 
 def col2im_op(input, spatial, kernel, stride, pads, dilation):
-    """``F.fold`` on an ``(N, C * prod(kernel), L)`` tensor: ``(N, C, *spatial)``."""
+    """``F.fold`` on an ``(N, C * prod(kernel), L)`` tensor: ``(N, C, *spatial)``; an
+    unbatched ``(C * prod(kernel), L)`` one gives ``(C, *spatial)``."""
     xp = input._backend.xp
-    batch, rows = input.shape[:2]
-    cols = xp.swapaxes(input._data, 0, 1).reshape(rows, batch * input.shape[2])
+    unbatched = input.ndim == 2
+    source = input._data[None] if unbatched else input._data
+    batch, rows = source.shape[:2]
+    cols = xp.swapaxes(source, 0, 1).reshape(rows, batch * source.shape[2])
     data = col2im(xp, cols, batch, tuple(spatial), kernel, stride, pads, dilation)
-    res = _wrap(data, input._dtype, input)
+    res = _wrap(data[0] if unbatched else data, input._dtype, input)
     if needs_grad(input):
         record(Col2ImBackward0, (input,), res, kernel=kernel, stride=stride, pads=pads,
                dilation=dilation)
@@ -442,11 +467,33 @@ class ConstantPadNdBackward0(Node):
         return constant_pad_nd(grad, tuple((-lo, -hi) for lo, hi in self.pads), 0)
 
 
+_C_SCALAR_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                   "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "float32": "float", "float64": "double"}
+
+
+def _check_fill_value(xp, value, dtype):
+    """PyTorch's checked conversion of a fill value: it must lie in an integer dtype's range
+    (NaN does not), and a finite one in a float dtype's (infinities and NaN pass)."""
+    if dtype is dt.bool or dtype._kind > 2 or isinstance(value, complex):
+        return
+    if dtype._kind == 1:
+        info = xp.iinfo(dtype.np)
+        fits = info.min <= value <= info.max
+    else:
+        limit = dt.largest_finite(dtype)
+        fits = not math.isfinite(value) or -limit <= value <= limit
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {_C_SCALAR_NAMES[dtype.name]} "
+                           "without overflow")
+
+
 def constant_pad_nd(input, pads, value):
     """``input`` with its last ``len(pads)`` dims padded by ``value``; ``pads`` is per-dim
     ``(before, after)`` from the first padded dim on, and a negative width crops."""
     xp = input._backend.xp
     data = input._data
+    _check_fill_value(xp, value, input._dtype)
     lead = data.ndim - len(pads)
     out_shape = data.shape[:lead] + tuple(n + lo + hi for n, (lo, hi) in zip(data.shape[lead:], pads))
     for size in out_shape[lead:]:

@@ -7,6 +7,8 @@ grad mode off, so values are those of the composition; the backward is the close
 derivative written in Ember ops, so it is itself differentiable (double backward, gradient
 penalties). ``nn.functional`` checks the arguments and calls these.
 """
+import math
+
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap
 from ..autograd.grad_mode import _state as _grad_state
@@ -36,7 +38,8 @@ def _reduce(loss, reduction):
 
 def _upstream(grad, reduction, numel):
     """The incoming gradient of each element of the unreduced loss (broadcasts against it)."""
-    return grad / numel if reduction == "mean" else grad
+    # an empty loss has no element to receive it: max() only spares a 0/0
+    return grad / max(numel, 1) if reduction == "mean" else grad
 
 
 class _PointwiseLossBackward(Node):
@@ -292,6 +295,19 @@ def nll_loss(input, safe_target, target_weights, reduction):
     """``safe_target``: class indices with ignored entries replaced by 0; ``target_weights``:
     each target's class weight, 0 where ignored (None when every target weighs 1). Neither
     requires grad."""
+    if input.ndim == 3 or input.ndim > 4:
+        # As PyTorch: its 2-d kernel on an (N, C, H, W) view, the unreduced loss viewed back.
+        n, c = input.shape[:2]
+        rest = tuple(input.shape[2:])
+        plane = rest + (1,) if input.ndim == 3 else (1, math.prod(rest))
+        loss = _nll_loss(input.reshape((n, c) + plane), safe_target.reshape((n,) + plane),
+                         None if target_weights is None
+                         else target_weights.reshape((n,) + plane), reduction)
+        return loss.view((n,) + rest) if reduction == "none" else loss
+    return _nll_loss(input, safe_target, target_weights, reduction)
+
+
+def _nll_loss(input, safe_target, target_weights, reduction):
     cdim = 0 if input.ndim == 1 else 1
     with no_grad():
         loss = -input.gather(cdim, safe_target.unsqueeze(cdim)).squeeze(cdim)

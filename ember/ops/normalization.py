@@ -10,11 +10,18 @@ The statistics the forward computed are reused when the backward is not itself r
 ``create_graph`` they are recomputed from the saved input with Ember ops, so the mean's and
 variance's dependence on ``x`` reaches higher-order gradients too.
 """
+import math
+
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 
 __all__ = ["normalize_affine"]
+
+
+def _sum(t, axes):
+    # no axes means nothing to reduce (a 1-D layer norm), where ``sum(())`` sums everything
+    return t.sum(axes) if axes else t
 
 
 class NativeNormBackward0(Node):
@@ -39,9 +46,9 @@ class NativeNormBackward0(Node):
             g_x = (g - g.mean(axes, keepdim=True)
                    - xhat * (g * xhat).mean(axes, keepdim=True)) * invstd
         if self._edges[1] is not None:
-            g_w = (grad * xhat).sum(param_axes).reshape(weight.shape)
+            g_w = _sum(grad * xhat, param_axes).reshape(weight.shape)
         if self._edges[2] is not None:
-            g_b = grad.sum(param_axes).reshape(self.bias_shape)
+            g_b = _sum(grad, param_axes).reshape(self.bias_shape)
         return g_x, g_w, g_b
 
 
@@ -108,14 +115,23 @@ class NativeBatchNormBackward0(NativeNormBackward0):
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
     """Batch norm with running statistics: an affine map per channel (dim 1), one multiply and
     one add over the input."""
+    if input._dtype._kind < 2:
+        raise NotImplementedError(f"\"batch_norm\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
     view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    # half precision computes in float32 and rounds once, as PyTorch's CPU kernel
+    half = input._dtype in (dt.float16, dt.bfloat16)
     with no_grad():
-        invstd = (running_var + eps).rsqrt()
-        scale = invstd if weight is None else invstd * weight
-        shift = -running_mean * scale
+        work = [None if t is None else (t.float() if half else t)
+                for t in (input, running_mean, running_var, weight, bias)]
+        invstd = (work[2] + eps).rsqrt()
+        scale = invstd if weight is None else invstd * work[3]
+        shift = -work[1] * scale
         if bias is not None:
-            shift = shift + bias
-        out = input * scale.reshape(view) + shift.reshape(view)
+            shift = shift + work[4]
+        out = work[0] * scale.reshape(view) + shift.reshape(view)
+        if half:
+            out, invstd = out.to(input._dtype), invstd.to(input._dtype)
     if needs_grad(input, weight, bias):
         record(NativeBatchNormBackward0, (input, weight, bias), out, save=(input, weight),
                running=(running_mean.detach().clone(), invstd), param_view=view,
@@ -139,14 +155,14 @@ class NativeGroupNormBackward0(Node):
         x, weight = self.saved_tensors
         n, groups, eps = x.shape[0], self.groups, self.eps
         view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        grouped = x.reshape(n, groups, -1)
+        grouped = x.reshape(n, groups, math.prod(x.shape[1:]) // groups)
         mean = grouped.mean(-1, keepdim=True)
         invstd = ((grouped - mean).pow(2).mean(-1, keepdim=True) + eps).rsqrt()
         xhat = (grouped - mean) * invstd
         sum_axes = (0,) + tuple(range(2, x.ndim))
         g_x = g_w = g_b = None
         if self._edges[0] is not None:
-            g = (grad if weight is None else grad * weight.reshape(view)).reshape(n, groups, -1)
+            g = (grad if weight is None else grad * weight.reshape(view)).reshape(grouped.shape)
             g_x = ((g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
                    * invstd).reshape(x.shape)
         if self._edges[1] is not None:
@@ -162,7 +178,7 @@ def group_norm(input, groups, weight, bias, eps):
     n, channels = input.shape[0], input.shape[1]
     view = (1, channels) + (1,) * (input.ndim - 2)
     with no_grad():
-        grouped = input.reshape(n, groups, -1)
+        grouped = input.reshape(n, groups, math.prod(input.shape[1:]) // groups)
         out, _, _ = normalize_affine(grouped, None, None, (2,), (1, 1, 1), eps)
         out = out.reshape(input.shape)
         if weight is not None:
@@ -180,7 +196,8 @@ def _sum_of_products(xp, a, b, axes):
     (all but the channels) one ``einsum`` contraction over ``(N, C, L)`` views."""
     if a.ndim >= 2 and tuple(axes) == (0,) + tuple(range(2, a.ndim)) and a.shape == b.shape:
         n, c = a.shape[:2]
-        sums = xp.einsum("ncl,ncl->c", a.reshape(n, c, -1), b.reshape(n, c, -1))
+        size = math.prod(a.shape[2:])
+        sums = xp.einsum("ncl,ncl->c", a.reshape(n, c, size), b.reshape(n, c, size))
         return sums.reshape((1, c) + (1,) * (a.ndim - 2))
     return (a * b).sum(axis=axes, keepdims=True)
 

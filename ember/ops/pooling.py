@@ -13,7 +13,7 @@ ops, so every gradient order is available.
 import itertools
 import math
 
-from ._dispatch import Node, needs_grad, record, _wrap
+from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
 from .. import _dtype as dt
 from ..autograd.grad_mode import no_grad
 from .conv import convolution, convolution_input_grad, conv_params
@@ -24,13 +24,16 @@ class MaxPoolBackward0(Node):
 
     def backward(self, grad):
         indices = self.indices
-        n, c = grad.shape[:2]
-        flat = grad.new_zeros((n, c, math.prod(self.spatial)))
+        # (C,) for an unbatched input, (N, C) for a batch
+        lead = tuple(grad.shape[:grad.ndim - len(self.spatial)])
+        flat = grad.new_zeros(lead + (math.prod(self.spatial),))
         # windows that cannot share an input element need no accumulation: a plain scatter
         # (an indexed store) is several times faster than scatter_add
         scatter = flat.scatter if self.disjoint else flat.scatter_add
-        flat = scatter(2, indices.reshape(n, c, -1), grad.reshape(n, c, -1))
-        return flat.reshape((n, c) + self.spatial)
+        outputs = math.prod(grad.shape[len(lead):])  # not -1: an empty batch leaves it ambiguous
+        flat = scatter(len(lead), indices.reshape(lead + (outputs,)),
+                       grad.reshape(lead + (outputs,)))
+        return flat.reshape(lead + self.spatial)
 
 
 # PyTorch's names for the kernels: 1-d pooling runs the 2-d kernel on an unsqueezed input.
@@ -55,7 +58,7 @@ _ADAPTIVE_MAX_POOL_NODES = {2: AdaptiveMaxPool2DBackward0, 3: AdaptiveMaxPool3DB
 
 
 def _lowest(xp, dtype):
-    return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
+    return -xp.inf if dtype._kind >= 2 else xp.iinfo(dtype.np).min
 
 
 def _argmax_offsets(xp, windows, kernel, track_nan):
@@ -78,7 +81,16 @@ def _argmax_offsets(xp, windows, kernel, track_nan):
     return best, best_at
 
 
-def _window_max(input, windows, kernel, flat_index, node, disjoint=False):
+def _batched_data(input, nd):
+    """``input``'s array with a batch axis (a view), and whether it had none: the kernels take
+    an unbatched ``(C, *S)`` input as it is, as PyTorch's do, so the graph is one node."""
+    data = input._data
+    if data.ndim == nd + 1:
+        return data[None], True
+    return data, False
+
+
+def _window_max(input, windows, kernel, flat_index, node, disjoint=False, unbatched=False):
     """Maxima of ``windows`` ``(N, C, *out, *kernel)`` and their flat input indices;
     ``flat_index(k)`` maps each output's winning kernel offset (raveled) to that index.
 
@@ -91,11 +103,13 @@ def _window_max(input, windows, kernel, flat_index, node, disjoint=False):
         # a NaN wins and stays (the last one, as in PyTorch's kernels): a rarer, slower pass
         best, best_at = _argmax_offsets(xp, windows, kernel, track_nan=True)
     indices = xp.asarray(flat_index(best_at), dtype=xp.int64)
+    if unbatched:
+        best, indices = best[0], indices[0]
     values = _wrap(best, input._dtype, input)
     indices = _wrap(indices, dt.int64, input)
     if needs_grad(input):
         record(node, (input,), values, indices=indices,
-               spatial=tuple(input._data.shape[2:]), disjoint=disjoint)
+               spatial=tuple(input.shape[input.ndim - len(kernel):]), disjoint=disjoint)
     return values, indices
 
 
@@ -104,12 +118,12 @@ def _row_major_weights(spatial):
 
 
 def max_pool_nd(input, kernel, stride, pads, dilation, out_shape):
-    """Max over fixed windows of an ``(N, C, *S)`` tensor; ``pads`` are per-dim ``(lo, hi)``
-    with ``hi`` covering ``ceil_mode``'s last partial window."""
+    """Max over fixed windows of an ``(N, C, *S)`` or ``(C, *S)`` tensor; ``pads`` are per-dim
+    ``(lo, hi)`` with ``hi`` covering ``ceil_mode``'s last partial window."""
     xp = input._backend.xp
-    data = input._data
+    data, unbatched = _batched_data(input, len(kernel))
     padded = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads),
-                    constant_values=_lowest(xp, data.dtype)) if any(map(any, pads)) else data
+                    constant_values=_lowest(xp, input._dtype)) if any(map(any, pads)) else data
     strides = padded.strides
     view = xp.lib.stride_tricks.as_strided(
         padded, shape=padded.shape[:2] + tuple(out_shape) + tuple(kernel),
@@ -128,14 +142,14 @@ def max_pool_nd(input, kernel, stride, pads, dilation, out_shape):
     offsets = offsets.reshape(-1)
     disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
     return _window_max(input, view, kernel, lambda at: starts + offsets[at],
-                       _MAX_POOL_NODES.get(nd, MaxPoolBackward0), disjoint)
+                       _MAX_POOL_NODES.get(nd, MaxPoolBackward0), disjoint, unbatched)
 
 
 def adaptive_max_pool_nd(input, out_shape):
     """Max over PyTorch's adaptive windows ``[floor(i*S/O), ceil((i+1)*S/O))`` per dim; shorter
     windows repeat their last element, which leaves the maximum and its first index unchanged."""
     xp = input._backend.xp
-    data = input._data
+    data, unbatched = _batched_data(input, len(out_shape))
     tables = []
     for size, out in zip(data.shape[2:], out_shape):
         starts = (xp.arange(out) * size) // out
@@ -157,7 +171,7 @@ def adaptive_max_pool_nd(input, out_shape):
     kernel = tuple(t.shape[1] for t in tables)
     return _window_max(input, windows, kernel, lambda at: xp.take_along_axis(
         flat[None, None], at[..., None].astype(xp.int64), -1)[..., 0],
-        _ADAPTIVE_MAX_POOL_NODES.get(nd, MaxPoolBackward0))
+        _ADAPTIVE_MAX_POOL_NODES.get(nd, MaxPoolBackward0), unbatched=unbatched)
 
 
 
@@ -169,11 +183,11 @@ class AvgPool2DBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        n, c = grad.shape[:2]
+        lead = tuple(grad.shape[:grad.ndim - len(self.spatial)])
         g = grad / self.divisor
-        planes = g.reshape((n * c, 1) + tuple(grad.shape[2:]))
+        planes = g.reshape((math.prod(lead), 1) + tuple(grad.shape[len(lead):]))
         spread = convolution_input_grad(planes, self.ones, self.spatial, self.params)
-        return (spread.reshape((n, c) + self.spatial),)
+        return (spread.reshape(lead + self.spatial),)
 
 
 class AvgPool3DBackward0(AvgPool2DBackward0):
@@ -184,17 +198,21 @@ _AVG_POOL_NODES = {2: AvgPool2DBackward0, 3: AvgPool3DBackward0}
 
 
 def avg_pool_nd(input, kernel, stride, pads, out_shape, divisor):
-    """Window means of an ``(N, C, *S)`` tensor: window sums (one convolution of every plane
-    with a kernel of ones) over ``divisor``, a number or a tensor broadcasting against the
-    ``(N, C, *out_shape)`` result."""
-    n, c = input.shape[:2]
-    spatial = tuple(input.shape[2:])
+    """Window means of an ``(N, C, *S)`` or ``(C, *S)`` tensor: window sums (one convolution of
+    every plane with a kernel of ones) over ``divisor``, a number or a tensor broadcasting
+    against the ``(N, C, *out_shape)`` result."""
+    if len(kernel) == 3 and input._dtype in (dt.float16, dt.bfloat16):
+        # PyTorch's CPU kernel has no half-precision form (nor, so, lp_pool3d)
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
+    lead = tuple(input.shape[:input.ndim - len(kernel)])
+    spatial = tuple(input.shape[len(lead):])
     ones = _wrap(input._backend.xp.ones((1, 1) + tuple(kernel), dtype=input._dtype.np),
                  input._dtype, input)
     params = conv_params(tuple(stride), tuple(pads), (1,) * len(kernel), 1)
     with no_grad():
-        sums = convolution(input.reshape((n * c, 1) + spatial), ones, None, params)
-        res = sums.reshape((n, c) + tuple(out_shape))
+        sums = convolution(input.reshape((math.prod(lead), 1) + spatial), ones, None, params)
+        res = sums.reshape(lead + tuple(out_shape))
         # integer windows divide as C++ integers do (toward zero), as in PyTorch
         res = res / divisor if input._dtype._kind >= 2 else res.div(divisor, rounding_mode="trunc")
     if needs_grad(input):
@@ -207,12 +225,12 @@ def avg_pool_nd(input, kernel, stride, pads, out_shape, divisor):
 # ---- adaptive average pooling ------------------------------------------------------------------
 
 def apply_along_spatial(input, matrices):
-    """``input`` ``(N, C, *S)`` with ``matrices[i]`` ``(O_i, S_i)`` applied along spatial dim i:
-    a separable linear map as one batched matrix product per dim."""
-    lead = input.shape[:2]
+    """``input`` ``(N, C, *S)`` (or ``(C, *S)``) with ``matrices[i]`` ``(O_i, S_i)`` applied
+    along spatial dim i: a separable linear map as one batched matrix product per dim."""
+    lead = tuple(input.shape[:input.ndim - len(matrices)])
     x = input
     for i, matrix in enumerate(matrices):
-        shape = tuple(x.shape[2:])
+        shape = tuple(x.shape[len(lead):])
         before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
         x = matrix.matmul(x.reshape(lead + (before, size, after)))
         x = x.reshape(lead + shape[:i] + (matrix.shape[0],) + shape[i + 1:])

@@ -388,9 +388,11 @@ def rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None, batch_sizes=Non
             # PyTorch meets the mismatch in its hidden-state matrix product.
             raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                                f"{dtype_name(state._dtype)} and {dtype_name(w_hh._dtype)}")
-    if dtype._kind < 2:
+    # PyTorch's ReLU cell is matrix products and relu, which it runs on integers too
+    # (wrapping around on overflow); the other cells need tanh or sigmoid.
+    if dtype._kind < 2 and mode != "RNN_RELU":
         raise RuntimeError(f"rnn_layer expects a floating point input, got {dtype}")
-    work = dt.float32.np if dtype._rank == 0 else dtype.np
+    work = dt.float32.np if dtype._kind == 2 and dtype._rank == 0 else dtype.np
     xp = gates_x._backend.xp
     if batch_sizes is None:
         raise ValueError("batch_sizes is required")

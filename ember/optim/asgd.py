@@ -1,6 +1,8 @@
 """Averaged stochastic gradient descent: SGD plus a running average ``ax`` of the iterates."""
+from .. import _dtype as dt
+from ..ops.creation import tensor as _tensor
 from .optimizer import (Optimizer, advance, array, check_lr, check_nonnegative, gradient_for_step,
-                        scalar, step_counter, zeros_state)
+                        scalar, zeros_state)
 
 __all__ = ["ASGD"]
 
@@ -16,9 +18,10 @@ class ASGD(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, group, param, state):
-        state["step"] = step_counter()
-        state["eta"] = step_counter(scalar(group["lr"]))
-        state["mu"] = step_counter(1.0)
+        # Unlike the other optimizers' step, PyTorch puts all three on the parameter's device.
+        state["step"] = _scalar_state(0.0, param)
+        state["eta"] = _scalar_state(scalar(group["lr"]), param)
+        state["mu"] = _scalar_state(1.0, param)
         state["ax"] = zeros_state(param)
 
     def _update(self, group, param, grad, state):
@@ -43,3 +46,8 @@ class ASGD(Optimizer):
             xp.copyto(ax, p)
         eta_data[...] = lr / ((1 + lambd * lr * step) ** group["alpha"])
         mu_data[...] = 1 / max(1, step - group["t0"])
+
+
+def _scalar_state(value, param):
+    """A float32 0-d state tensor on ``param``'s device."""
+    return _tensor(value, dtype=dt.float32, device=param.device)

@@ -1,5 +1,7 @@
 """Every ember.optim algorithm and option against torch.optim: the same parameters given the same
-gradients follow the same trajectory, end with the same state, and checkpoints move both ways."""
+gradients follow the same trajectory, end with the same state, and checkpoints move both ways.
+Ember's parameters live on each test device ("cpu" and "testdev"), torch's on the CPU; the
+update and the optimizer's state stay on the parameter's device."""
 import copy
 
 import numpy as np
@@ -13,15 +15,21 @@ PARAM_SPECS = [((3, 4), "float32"), ((5,), "float32"), ((), "float32"), ((2, 3, 
 STEPS = 12
 
 
-def make_params(lib, seed=0):
+def _on(lib, device):
+    return {"device": device} if lib is ember else {}
+
+
+def make_params(lib, seed=0, device="cpu"):
     rng = np.random.default_rng(seed)
-    return [lib.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+    return [lib.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True,
+                       **_on(lib, device))
             for shape, dtype in PARAM_SPECS]
 
 
-def _targets(lib):
+def _targets(lib, device):
     rng = np.random.default_rng(1)
-    return [lib.tensor(rng.standard_normal(shape).astype(dtype)) for shape, dtype in PARAM_SPECS]
+    return [lib.tensor(rng.standard_normal(shape).astype(dtype), **_on(lib, device))
+            for shape, dtype in PARAM_SPECS]
 
 
 def set_grads(lib, params):
@@ -29,7 +37,7 @@ def set_grads(lib, params):
     for p in params:
         p.grad = None
     loss = 0
-    for i, (p, target) in enumerate(zip(params, _targets(lib))):
+    for i, (p, target) in enumerate(zip(params, _targets(lib, params[0].device.type))):
         loss = loss + ((p - target) ** 2 * (0.5 + i)).sum() + lib.sin(3 * p).sum() * 0.2
     loss.backward()
     return loss
@@ -38,7 +46,7 @@ def set_grads(lib, params):
 def to_numpy(tree):
     """A state_dict (or part) with every tensor as a NumPy array, for comparison."""
     if isinstance(tree, (torch.Tensor, ember.Tensor)):
-        return tree.detach().numpy().copy()
+        return tree.detach().cpu().numpy().copy()
     if isinstance(tree, dict):
         return {k: to_numpy(v) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
@@ -63,11 +71,12 @@ def assert_tree_equal(expected, actual, rtol=1e-5, atol=1e-6):
         assert actual == expected
 
 
-def convert_state_dict(state_dict, lib):
-    """A state_dict's tensors rebuilt in ``lib`` with the same values and dtypes."""
+def convert_state_dict(state_dict, lib, device="cpu"):
+    """A state_dict's tensors rebuilt in ``lib`` (on ``device`` for Ember) with the same values
+    and dtypes."""
     def convert(value):
         if isinstance(value, (torch.Tensor, ember.Tensor)):
-            return lib.tensor(to_numpy(value))
+            return lib.tensor(to_numpy(value), **_on(lib, device))
         if isinstance(value, dict):
             return {k: convert(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
@@ -136,8 +145,26 @@ def build(lib, name, params, options, placement):
     return cls(groups)
 
 
-def run_both(name, options, placement, steps=STEPS):
-    torch_params, ember_params = make_params(torch), make_params(ember)
+# Scalar state torch's default (not capturable, not fused) optimizers keep on the host.
+HOST_SCALARS = {"step", "mu_product"}
+
+
+def assert_state_on(device, optimizer):
+    """The parameters, and every state tensor but the host-side scalars, are on ``device``."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            assert p.device.type == device
+            for key, value in optimizer.state.get(p, {}).items():
+                if not isinstance(value, ember.Tensor) or value.device.type == device:
+                    continue
+                # torch's ASGD keeps even its step on the parameter's device
+                assert not isinstance(optimizer, ember.optim.ASGD), \
+                    f"ASGD state {key!r} on {value.device}, not {device}"
+                assert key in HOST_SCALARS, f"state {key!r} on {value.device}, not {device}"
+
+
+def run_both(name, options, placement, steps=STEPS, device="cpu"):
+    torch_params, ember_params = make_params(torch), make_params(ember, device=device)
     torch_opt = build(torch, name, torch_params, options, placement)
     ember_opt = build(ember, name, ember_params, options, placement)
     for _ in range(steps):
@@ -151,21 +178,22 @@ def run_both(name, options, placement, steps=STEPS):
 
 @pytest.mark.parametrize("placement", ["defaults", "group"])
 @pytest.mark.parametrize("name,options", TRAJECTORY_CASES)
-def test_trajectory_matches_torch(name, options, placement):
-    torch_opt, ember_opt = run_both(name, options, placement)
+def test_trajectory_matches_torch(name, options, placement, device):
+    torch_opt, ember_opt = run_both(name, options, placement, device=device)
     # PyTorch's kernels fuse some multiply-adds (one rounding instead of two), so state that
     # cancels (RMSprop's centred variance) differs by more than its rounding, in absolute terms.
     assert_tree_equal(to_numpy(torch_opt.state_dict()), to_numpy(ember_opt.state_dict()),
                       atol=1e-5)
     assert repr(ember_opt) == repr(torch_opt)
+    assert_state_on(device, ember_opt)
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
                                   "Adagrad", "Adadelta", "ASGD", "Rprop"])
-def test_lr_as_a_tensor(name):
+def test_lr_as_a_tensor(name, device):
     options = dict(CASES[name][-1])
     options["lr"] = 0.05
-    torch_params, ember_params = make_params(torch), make_params(ember)
+    torch_params, ember_params = make_params(torch), make_params(ember, device=device)
     torch_opt = getattr(torch.optim, name)(torch_params, **{**options, "lr": torch.tensor(0.05)})
     ember_opt = getattr(ember.optim, name)(ember_params, **{**options, "lr": ember.tensor(0.05)})
     for _ in range(STEPS):
@@ -175,10 +203,11 @@ def test_lr_as_a_tensor(name):
         ember_opt.step()
     assert_params_equal(torch_params, ember_params)
     assert isinstance(ember_opt.param_groups[0]["lr"], ember.Tensor)
+    assert_state_on(device, ember_opt)
 
 
-def test_parameters_without_gradients_are_skipped():
-    torch_params, ember_params = make_params(torch), make_params(ember)
+def test_parameters_without_gradients_are_skipped(device):
+    torch_params, ember_params = make_params(torch), make_params(ember, device=device)
     torch_opt = torch.optim.Adam(torch_params, lr=0.1)
     ember_opt = ember.optim.Adam(ember_params, lr=0.1)
     for _ in range(3):
@@ -192,18 +221,18 @@ def test_parameters_without_gradients_are_skipped():
     assert sorted(ember_opt.state_dict()["state"]) == sorted(torch_opt.state_dict()["state"])
 
 
-def test_step_bumps_the_parameter_version():
-    p = ember.ones(3, requires_grad=True)
-    p.grad = ember.ones(3)
+def test_step_bumps_the_parameter_version(device):
+    p = ember.ones(3, requires_grad=True, device=device)
+    p.grad = ember.ones(3, device=device)
     before = p._version
     ember.optim.SGD([p], lr=0.1).step()
     assert p._version == before + 1
 
 
-def test_update_is_in_place_and_not_recorded():
-    p = ember.ones(3, requires_grad=True)
+def test_update_is_in_place_and_not_recorded(device):
+    p = ember.ones(3, requires_grad=True, device=device)
     data = p._data
-    p.grad = ember.ones(3)
+    p.grad = ember.ones(3, device=device)
     ember.optim.Adam([p], lr=0.1).step()
     assert p._data is data and p.grad_fn is None and p.requires_grad
 
@@ -220,17 +249,17 @@ def _continue(lib, params, opt, steps):
         opt.step()
 
 
-def _copy_params(values, lib):
-    return [lib.tensor(to_numpy(v), requires_grad=True) for v in values]
+def _copy_params(values, lib, device="cpu"):
+    return [lib.tensor(to_numpy(v), requires_grad=True, **_on(lib, device)) for v in values]
 
 
 @pytest.mark.parametrize("name,options", ROUND_TRIP_CASES)
-def test_state_dict_round_trip_ember_to_ember(name, options):
-    params = make_params(ember)
+def test_state_dict_round_trip_ember_to_ember(name, options, device):
+    params = make_params(ember, device=device)
     opt = build(ember, name, params, options, "defaults")
     _continue(ember, params, opt, 6)
     saved = copy.deepcopy(opt.state_dict())
-    resumed_params = _copy_params(params, ember)
+    resumed_params = _copy_params(params, ember, device)
     resumed = build(ember, name, resumed_params, {**options, "lr": 0.123}, "group")
     resumed.load_state_dict(saved)
     assert resumed.param_groups[1]["lr"] == opt.param_groups[1]["lr"]
@@ -239,30 +268,32 @@ def test_state_dict_round_trip_ember_to_ember(name, options):
     # Loading casts scalar state (NAdam's mu_product, ASGD's eta) to a float64 parameter's
     # dtype, as PyTorch does, so that parameter's trajectory moves by float32 rounding.
     for a, b in zip(params, resumed_params):
-        np.testing.assert_allclose(np.asarray(b.detach()), np.asarray(a.detach()), rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(b), to_numpy(a), rtol=1e-6)
+    assert_state_on(device, resumed)
 
 
 @pytest.mark.parametrize("source_lib", ["torch", "ember"])
 @pytest.mark.parametrize("name,options", ROUND_TRIP_CASES)
-def test_state_dict_moves_between_frameworks(name, options, source_lib):
+def test_state_dict_moves_between_frameworks(name, options, source_lib, device):
     """A checkpoint taken mid-training in one framework loads into both; the two resumed
     optimizers hold the same state and continue along the same trajectory."""
     source_lib = torch if source_lib == "torch" else ember
-    source_params = make_params(source_lib)
+    source_params = make_params(source_lib, device=device)
     source = build(source_lib, name, source_params, options, "defaults")
     _continue(source_lib, source_params, source, 6)
     saved = source.state_dict()
     resumed = {}
     for lib in (torch, ember):
-        params = _copy_params(source_params, lib)
+        params = _copy_params(source_params, lib, device)
         opt = build(lib, name, params, options, "defaults")
-        opt.load_state_dict(convert_state_dict(saved, lib))
+        opt.load_state_dict(convert_state_dict(saved, lib, device))
         resumed[lib] = params, opt
     (torch_params, torch_opt), (ember_params, ember_opt) = resumed[torch], resumed[ember]
     assert_tree_equal(to_numpy(torch_opt.state_dict()), to_numpy(ember_opt.state_dict()), 0, 0)
     _continue(torch, torch_params, torch_opt, 6)
     _continue(ember, ember_params, ember_opt, 6)
     assert_params_equal(torch_params, ember_params)
+    assert_state_on(device, ember_opt)
 
 
 # ---- complex parameters: PyTorch updates their real and imaginary parts as independent reals --
@@ -276,31 +307,32 @@ COMPLEX_CASES = [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.05, am
 
 
 @pytest.mark.parametrize("name,options", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
-def test_complex_parameters(name, options):
+def test_complex_parameters(name, options, device):
     rng = np.random.default_rng(0)
 
     def complex_array(shape):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype("complex64")
     initial = [complex_array((3, 2)), complex_array(())]
     torch_params = [torch.tensor(a, requires_grad=True) for a in initial]
-    ember_params = [ember.tensor(a, requires_grad=True) for a in initial]
+    ember_params = [ember.tensor(a, requires_grad=True, device=device) for a in initial]
     torch_opt = getattr(torch.optim, name)(torch_params, **options)
     ember_opt = getattr(ember.optim, name)(ember_params, **options)
     for _ in range(8):
         for t, e in zip(torch_params, ember_params):
             grad = complex_array(t.shape)
-            t.grad, e.grad = torch.tensor(grad), ember.tensor(grad)
+            t.grad, e.grad = torch.tensor(grad), ember.tensor(grad, device=device)
         torch_opt.step()
         ember_opt.step()
     for t, e in zip(torch_params, ember_params):
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(e), t.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert_tree_equal(to_numpy(torch_opt.state_dict()), to_numpy(ember_opt.state_dict()),
                       atol=1e-5)
+    assert_state_on(device, ember_opt)
 
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop"])
-def test_zero_learning_rate_leaves_parameters_unchanged(name):
-    torch_params, ember_params = make_params(torch), make_params(ember)
+def test_zero_learning_rate_leaves_parameters_unchanged(name, device):
+    torch_params, ember_params = make_params(torch), make_params(ember, device=device)
     torch_opt = getattr(torch.optim, name)(torch_params, lr=0.0)
     ember_opt = getattr(ember.optim, name)(ember_params, lr=0.0)
     for _ in range(2):

@@ -19,12 +19,15 @@ def _apply(op, input, inplace, *args):
     return _inplace(input, op, *args) if inplace else op(input, *args)
 
 
+# The in-place forms call ops' own (which record torch's ...Backward1 nodes).
 def threshold(input, threshold, value, inplace=False):
-    return _apply(_ops.threshold, input, inplace, threshold, value)
+    if inplace:
+        return _ops.threshold_(input, threshold, value)
+    return _ops.threshold(input, threshold, value)
 
 
 def threshold_(input, threshold, value):
-    return _inplace(input, _ops.threshold, threshold, value)
+    return _ops.threshold_(input, threshold, value)
 
 
 def relu(input, inplace=False):
@@ -56,35 +59,37 @@ def hardsigmoid(input, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _apply(_ops.elu, input, inplace, alpha)
+    return _ops.elu_(input, alpha) if inplace else _ops.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
-    return _inplace(input, _ops.elu, alpha)
+    return _ops.elu_(input, alpha)
 
 
 def selu(input, inplace=False):
-    return _apply(_ops.selu, input, inplace)
+    return _ops.selu_(input) if inplace else _ops.selu(input)
 
 
 def selu_(input):
-    return _inplace(input, _ops.selu)
+    return _ops.selu_(input)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return _apply(_ops.celu, input, inplace, alpha)
+    return _ops.celu_(input, alpha) if inplace else _ops.celu(input, alpha)
 
 
 def celu_(input, alpha=1.0):
-    return _inplace(input, _ops.celu, alpha)
+    return _ops.celu_(input, alpha)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _apply(_ops.leaky_relu, input, inplace, negative_slope)
+    if inplace:
+        return _ops.leaky_relu_(input, negative_slope)
+    return _ops.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _inplace(input, _ops.leaky_relu, negative_slope)
+    return _ops.leaky_relu_(input, negative_slope)
 
 
 def silu(input, inplace=False):
@@ -123,8 +128,9 @@ def prelu(input, weight):
 
 
 def _rrelu(input, lower, upper, training):
-    if not training:
-        return _ops.rrelu_with_noise(input, (lower + upper) / 2, False)
+    # an integer input reaches the kernel's dtype error before any noise is drawn
+    if not training or not input.is_floating_point():
+        return _ops.rrelu_with_noise(input, (lower + upper) / 2, training)
     slopes = ember.empty_like(input).uniform_(lower, upper)
     return _ops.rrelu_with_noise(input, slopes._data, True)
 

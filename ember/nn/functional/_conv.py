@@ -2,6 +2,7 @@
 ``ember.ops.conv``."""
 from ... import _dtype as dt
 from ...ops import conv as _ops
+from ..._tensor import wrap_dim_no_scalar
 from ...ops._dispatch import dtype_name, device_mismatch, CompositeBackward, record_composite
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -22,11 +23,6 @@ def expand_param(value, n, name="stride"):
     return value
 
 
-def _short(d):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16"}.get(d.name, dtype_name(d))
-
-
 def _check_operands(name, input, weight, bias, n, transposed, groups):
     batched_rank = n + 2
     if input.ndim not in (batched_rank - 1, batched_rank):
@@ -42,8 +38,8 @@ def _check_operands(name, input, weight, bias, n, transposed, groups):
         raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found "
                            f"{dtype_name(weight._dtype)}")
     if bias is not None and bias._dtype is not input._dtype:
-        raise RuntimeError(f"Input type ({_short(input._dtype)}) and bias type "
-                           f"({_short(bias._dtype)}) should be the same")
+        raise RuntimeError(f"Input type ({dt.TYPE_META_NAMES[input._dtype.name]}) and bias type "
+                           f"({dt.TYPE_META_NAMES[bias._dtype.name]}) should be the same")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     shown = list(input.shape) if input.ndim == batched_rank else [1] + list(input.shape)
@@ -83,14 +79,35 @@ def _check_geometry(stride, pads, dilation):
         raise RuntimeError("dilation should be greater than zero")
 
 
+def _is_empty(input, n):
+    """PyTorch sends a zero-batch or zero-channel input to no kernel, so no dtype is refused."""
+    batched = input.shape if input.ndim == n + 2 else (1,) + tuple(input.shape)
+    return batched[0] == 0 or batched[1] == 0
+
+
+def _refuse_dtype(input, n, transposed, dilated):
+    """PyTorch's error where its CPU kernel for this convolution lacks the input's dtype: the
+    plain kernels take every integer dtype but not bool; the dilated and transposed ones take
+    int64 as their only integer dtype."""
+    dtype = input.dtype
+    if dtype._kind >= 2 or _is_empty(input, n):
+        return
+    if transposed:
+        kernel = f"slow_conv_transpose{3 if n == 3 else 2}d_out_cpu"
+    elif dilated:
+        kernel = "slow_conv_dilated<>"
+    else:
+        kernel = "compute_columns3d" if n == 3 else "slow_conv2d_cpu"
+    if dtype is dt.bool or ((transposed or dilated) and dtype is not dt.int64):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dtype)}'")
+
+
 def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
     name = f"conv{n}d"
     _check_operands(name, input, weight, bias, n, False, groups)
-    if input.dtype is dt.bool:
-        kernel = "slow_conv3d_cpu" if n == 3 else "slow_conv2d_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     stride = expand_param(stride, n, "stride")
     dilation = expand_param(dilation, n, "dilation")
+    _refuse_dtype(input, n, False, any(d != 1 for d in dilation))
     kernel = tuple(weight.shape[2:])
     if isinstance(padding, str):
         if padding == "valid":
@@ -141,6 +158,7 @@ def _conv_transposend(n, input, weight, bias, stride, padding, output_padding, g
     output_padding = expand_param(output_padding, n, "output_padding")
     pads = tuple((p, p) for p in padding)
     _check_geometry(stride, pads, dilation)
+    _refuse_dtype(input, n, True, any(d != 1 for d in dilation))
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
         axes = ["depth", "height", "width"][3 - n:] if n > 1 else ["width"]
         raise RuntimeError(
@@ -193,62 +211,61 @@ def _pair(value, name):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding ``kernel_size`` blocks of an ``(N, C, H, W)`` input as columns
     ``(N, C * kH * kW, L)``."""
+    if input.ndim < 3:  # PyTorch's kernel reads size(1) and size(2) before checking the rank
+        wrap_dim_no_scalar(1, input.ndim)
+        wrap_dim_no_scalar(2, input.ndim)
     if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
-                                  f"(got {input.ndim}D)")
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     if input.dtype._kind == 1:  # integers (bool has a kernel)
         raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for "
                                   f"'{dtype_name(input.dtype)}'")
     kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
     padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
     pads = tuple((p, p) for p in padding)
+    spatial = input.shape[-2:]
     blocks = [_ops.conv_output_size(n, k, s, p, d) for n, k, s, p, d
-              in zip(input.shape[2:], kernel, stride, pads, dilation)]
+              in zip(spatial, kernel, stride, pads, dilation)]
     if any(b < 1 for b in blocks):
         raise RuntimeError(
-            f"Given input with spatial size ({input.shape[2]}, {input.shape[3]}), "
+            f"Given input with spatial size ({spatial[0]}, {spatial[1]}), "
             f"kernel_size=({kernel[0]}, {kernel[1]}), dilation=({dilation[0]}, {dilation[1]}), "
             f"padding=({padding[0]}, {padding[1]}), calculated shape of the array of sliding "
             f"blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
-    out = _ops.im2col_op(input, kernel, stride, pads, dilation)
-    return out.squeeze(0) if unbatched else out
+    return _ops.im2col_op(input, kernel, stride, pads, dilation)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sums columns ``(N, C * kH * kW, L)`` back into an ``(N, C, *output_size)`` tensor: the
     adjoint of ``unfold``."""
     if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
-                                  f"Tensors are supported (got {input.ndim}D)")
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     if input.dtype._kind == 1:  # integers (bool has a kernel)
         raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
                                   f"'{dtype_name(input.dtype)}'")
     output_size = _pair(output_size, "output_size")
     kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
     padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
-    unbatched = input.ndim == 2
-    if unbatched:
-        input = input.unsqueeze(0)
     pads = tuple((p, p) for p in padding)
     kernel_count = kernel[0] * kernel[1]
-    if input.shape[1] % kernel_count:
+    rows, columns = input.shape[-2:]
+    if rows % kernel_count:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
-                           f"of kernel_size, but got input.size(1)={input.shape[1]} and "
+                           f"of kernel_size, but got input.size(1)={rows} and "
                            f"kernel_size=({kernel[0]}, {kernel[1]}).")
     blocks = [_ops.conv_output_size(n, k, s, p, d) for n, k, s, p, d
               in zip(output_size, kernel, stride, pads, dilation)]
-    if blocks[0] * blocks[1] != input.shape[2]:
+    if blocks[0] * blocks[1] != columns:
         raise RuntimeError(
             f"Given output_size=({output_size[0]}, {output_size[1]}), kernel_size=({kernel[0]}, "
             f"{kernel[1]}), dilation=({dilation[0]}, {dilation[1]}), padding=({padding[0]}, "
             f"{padding[1]}), stride=({stride[0]}, {stride[1]}), expected size of input's "
             f"dimension 2 to match the calculated number of sliding blocks {blocks[0]} * "
-            f"{blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={input.shape[2]}.")
-    out = _ops.col2im_op(input, output_size, kernel, stride, pads, dilation)
-    return out.squeeze(0) if unbatched else out
+            f"{blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={columns}.")
+    return _ops.col2im_op(input, output_size, kernel, stride, pads, dilation)
 
 
 def conv_tbc(input, weight, bias, pad=0):

@@ -266,13 +266,17 @@ def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smo
     n_classes = log_probs.shape[cdim]
     _check_class_weight(weight, n_classes)
     if label_smoothing > 0:
-        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        # scalar operands, as torch's composite (MulBackward1, AddBackward1)
+        target = add_scalar(mul_scalar(target, 1 - label_smoothing), label_smoothing / n_classes)
     terms = log_probs * target
     if weight is not None:
         terms = terms * _class_shaped(weight, log_probs, cdim)
-    if reduction == "mean":  # PyTorch sums every term at once, then divides
+    # PyTorch negates after summing (every term at once unless reduction is "none")
+    if reduction == "mean":
         return div_scalar(-terms.sum(), log_probs.numel() // n_classes if n_classes else 0)
-    return _reduce(-terms.sum(cdim), reduction)
+    if reduction == "sum":
+        return -terms.sum()
+    return -terms.sum(cdim)
 
 
 # ---- binary classification --------------------------------------------------------------------
@@ -506,10 +510,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            "the number of input samples (batch size). Expected target size "
                            f"[{batch}], but got {list(target.shape)}. Input has shape "
                            f"{list(input.shape)}.")
+    # PyTorch's kernel checks, in its order: the input's dtype, the target's, then its range.
+    if input._dtype._kind < 2:
+        raise NotImplementedError("\"multi_margin_loss_cpu_kernel\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
+    if target._dtype is not dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {dtype_name(target._dtype)}")
     x, y = _as_batch(input, target)
     n_classes = x.shape[1]
-    _check_target_range(y, n_classes, None)
-    y = y.long().reshape(-1, 1)
+    if bool(y._backend.xp.any((y._data < 0) | (y._data >= n_classes))):
+        raise RuntimeError("target out of range")
+    y = y.reshape(-1, 1)
     fused.check_not_differentiable("multi_margin_loss", "weight", weight)
     weights = None if weight is None else weight[y.reshape(-1)]
     return fused.multi_margin_loss(input, x, y, p, margin, weights, reduction)

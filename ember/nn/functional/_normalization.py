@@ -4,7 +4,10 @@
 ``ember.ops.normalize_affine`` op; the rest compose differentiable ops. Running statistics are
 updated in place without recording gradients, as PyTorch's kernels do.
 """
+import math
+
 import ember
+from ... import _memory_format as _mf
 from ...ops.elementwise import add_scalar
 from ...ops.normalization import (normalize_affine, batch_norm_eval, NativeBatchNormBackward0,
                                   NativeLayerNormBackward0, group_norm as _group_norm)
@@ -34,19 +37,33 @@ def _update_running_stats(running_mean, running_var, mean, invstd, eps, count, m
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
-    channels = input.shape[1] if input.ndim > 1 else 1
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        _check_stat_size(name, t, channels)
-    if input.ndim < 2:
-        raise ValueError(f"Expected 2D or higher dimensionality input (got {input.ndim} "
-                         "dimensions)")
-    view = (1, channels) + (1,) * (input.ndim - 2)
+    # PyTorch's order: nn.functional's batch size check (which indexes the shape, so a 0-d
+    # input is an IndexError), then ATen's, which counts no channels below two dimensions.
     if training:
-        count = input.numel() // channels
+        count = input.shape[0] * math.prod(input.shape[2:])
         if count == 1:
             raise ValueError("Expected more than 1 value per channel when training, got input "
                              f"size {_size_repr(input)}")
+    if input.numel() == 0:
+        # ATen returns an empty input early, before any check of the statistics, as a copy
+        # times weight[0] plus bias[0] (so torch's graph is Clone, Mul, Add)
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
+    channels = input.shape[1] if input.ndim > 1 else 0
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_stat_size(name, t, channels)
+    if input.ndim == 1:  # where ATen reads the channel count
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if input.ndim == 0:
+        raise RuntimeError("batch_norm expects an input of at least 2 dimensions, got a 0-d "
+                           "tensor")
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    if training:
         axes = (0,) + tuple(range(2, input.ndim))
         out, mean, invstd = normalize_affine(input, weight, bias, axes, view, eps,
                                              NativeBatchNormBackward0)
@@ -77,7 +94,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _check_stat_size(name, t, channels)
     # As PyTorch: batch norm of a (1, N*C, ...) view, with the affine parameters repeated.
     batch = input.shape[0]
-    planes = input.reshape((1, batch * channels) + tuple(input.shape[2:]))
+    planes = input.contiguous().view((1, batch * channels) + tuple(input.shape[2:]))
     out, mean, invstd = normalize_affine(
         planes, None if weight is None else weight.repeat(batch),
         None if bias is None else bias.repeat(batch), (0,) + tuple(range(2, input.ndim)),
@@ -133,6 +150,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    # As ATen, the kernel takes its tensors dense, the input in the layout its strides suggest.
+    input = input.contiguous(memory_format=_mf.suggest(tuple(input.shape), input.stride()))
+    weight = None if weight is None else weight.contiguous()
+    bias = None if bias is None else bias.contiguous()
     return _group_norm(input, num_groups, weight, bias, eps)
 
 

@@ -3,7 +3,7 @@ PyTorch's nodes (1-d pooling runs the 2-d op on an unsqueezed view, as PyTorch d
 unpooling is a scatter with its own node here."""
 import math
 
-from ..._tensor import _wrap
+from ..._tensor import _wrap, wrap_dim_no_scalar
 from ...autograd.grad_mode import no_grad
 from ... import _dtype as dt
 from ...ops._dispatch import Node, needs_grad, record, dtype_name
@@ -38,8 +38,9 @@ def _pool_output_size(size, kernel, stride, pad, dilation, ceil_mode):
     return out
 
 
-def _pool_geometry(name, input, n, kernel_size, stride, padding, dilation, ceil_mode):
-    """Checked ``(kernel, stride, padding, dilation, out_shape, pads)`` with pads per-side."""
+def _pool_geometry(name, shape, n, kernel_size, stride, padding, dilation, ceil_mode):
+    """Checked ``(kernel, stride, padding, dilation, out_shape, pads)`` with pads per-side, for
+    an input of batched shape ``shape``."""
     kernel = _tuple(kernel_size, n, f"{name}: kernel_size")
     stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
         else _tuple(stride, n, f"{name}: stride")
@@ -51,12 +52,12 @@ def _pool_geometry(name, input, n, kernel_size, stride, padding, dilation, ceil_
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
-    spatial = input.shape[2:]
+    spatial = shape[2:]
     out_shape = tuple(_pool_output_size(s, k, st, p, d, ceil_mode) for s, k, st, p, d
                       in zip(spatial, kernel, stride, padding, dilation))
     if any(o < 1 for o in out_shape):
-        dims = "x".join(map(str, (input.shape[1],) + tuple(spatial)))
-        outs = "x".join(map(str, (input.shape[1],) + out_shape))
+        dims = "x".join(map(str, (shape[1],) + tuple(spatial)))
+        outs = "x".join(map(str, (shape[1],) + out_shape))
         raise RuntimeError(f"Given input size: ({dims}). Calculated output size: ({outs}). "
                            "Output size is too small")
     pads = tuple((p, max(p, (o - 1) * st + d * (k - 1) + 1 - s - p))
@@ -64,18 +65,28 @@ def _pool_geometry(name, input, n, kernel_size, stride, padding, dilation, ceil_
     return kernel, stride, padding, dilation, out_shape, pads
 
 
-def _batched(input, n, name, message=None):
+def _check_rank(input, n, message=None):
+    """The kernels take an unbatched ``(C, *S)`` input as it is, as PyTorch's do."""
     if input.ndim not in (n + 1, n + 2) or any(s == 0 for s in input.shape[1:]):
         raise RuntimeError(message or f"non-empty {n + 1}D or {n + 2}D (batch mode) tensor "
                                       "expected for input")
-    unbatched = input.ndim == n + 1
-    return (input.unsqueeze(0) if unbatched else input), unbatched
 
 
-def _unbatch(result, unbatched):
-    if isinstance(result, tuple):
-        return tuple(r.squeeze(0) for r in result) if unbatched else result
-    return result.squeeze(0) if unbatched else result
+def _check_1d_rank(input, name):
+    """The check of PyTorch's 1-d pooling functions, before they view the input as 2-d."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
+                           f"for argument #1 'self' (while checking arguments for {name})")
+
+
+def _as_planes(input):
+    """A 1-d pooling input as the 2-d kernels take it: ``(N, C, 1, L)`` or ``(C, 1, L)``."""
+    return input.unsqueeze(-2)
+
+
+def _batched_shape(input, n):
+    """``input``'s shape with a batch dim, as the geometry reads it."""
+    return (1,) + tuple(input.shape) if input.ndim == n + 1 else tuple(input.shape)
 
 
 def _refuse_dtype(kernel, input):
@@ -85,24 +96,26 @@ def _refuse_dtype(kernel, input):
 
 def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     name = f"max_pool{n}d"
+    if n == 1 and return_indices:
+        _check_1d_rank(input, name)
     message = (f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
                f"for input, but got:{list(input.shape)}") if n == 1 else None
-    input, unbatched = _batched(input, n, name, message)
+    _check_rank(input, n, message)
     kernel, stride, _, dilation, out_shape, pads = _pool_geometry(
-        name, input, n, kernel_size, stride, padding, dilation, ceil_mode)
+        name, _batched_shape(input, n), n, kernel_size, stride, padding, dilation, ceil_mode)
     if input.dtype is dt.bool:
         _refuse_dtype("max_pool3d" if n == 3 else "max_pool2d", input)
     if n == 1 and not return_indices and input.dtype._kind == 1:
         _refuse_dtype("max_pool1d_impl", input)  # (with indices it is the 2-d kernel's)
     if n == 1:
         # As PyTorch: the 2-d kernel over a (N, C, 1, L) view, so the graph and indices match.
-        values, indices = _pool.max_pool_nd(input.unsqueeze(-2), (1,) + kernel, (1,) + stride,
+        values, indices = _pool.max_pool_nd(_as_planes(input), (1,) + kernel, (1,) + stride,
                                             ((0, 0),) + pads, (1,) + dilation,
                                             (1,) + out_shape)
         values, indices = values.squeeze(-2), indices.squeeze(-2)
     else:
         values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
-    return _unbatch((values, indices) if return_indices else values, unbatched)
+    return (values, indices) if return_indices else values
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -150,12 +163,17 @@ def _divisors(xp, spatial, kernel, stride, padding, out_shape, count_include_pad
 def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     name = f"avg_pool{n}d"
-    if n == 1 and input.ndim not in (2, 3):
-        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got "
-                           f"{list(input.shape)}")
-    input, unbatched = _batched(input, n, name)
+    if n == 1:
+        _check_1d_rank(input, name)
+    if n == 2:
+        wrap_dim_no_scalar(-3, input.ndim)  # PyTorch's kernel reads size(-3) first
+        if input.ndim > 4:
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
+                               f"size for input, but got:{list(input.shape)}")
+    _check_rank(input, n)
+    shape = _batched_shape(input, n)
     kernel, stride, padding, _, out_shape, pads = _pool_geometry(
-        name, input, n, kernel_size, stride, padding, 1, ceil_mode)
+        name, shape, n, kernel_size, stride, padding, 1, ceil_mode)
     if input.dtype._kind < 2 and input.dtype is not dt.int64:
         _refuse_dtype("avg_pool3d_out_frame" if n == 3 else "avg_pool2d", input)
     if divisor_override is not None and divisor_override == 0:
@@ -164,15 +182,13 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_p
         divisor = divisor_override
     else:
         xp = input._backend.xp
-        divisor = _divisors(xp, tuple(input.shape[2:]), kernel, stride, padding, out_shape,
+        divisor = _divisors(xp, shape[2:], kernel, stride, padding, out_shape,
                             count_include_pad)
         divisor = _wrap(xp.asarray(divisor, dtype=input._dtype.np), input._dtype, input)
     if n == 1:  # as PyTorch: the 2-d kernel over a (N, C, 1, L) view
-        out = _pool.avg_pool_nd(input.unsqueeze(-2), (1,) + kernel, (1,) + stride,
-                                ((0, 0),) + pads, (1,) + out_shape, divisor).squeeze(-2)
-    else:
-        out = _pool.avg_pool_nd(input, kernel, stride, pads, out_shape, divisor)
-    return _unbatch(out, unbatched)
+        return _pool.avg_pool_nd(_as_planes(input), (1,) + kernel, (1,) + stride,
+                                 ((0, 0),) + pads, (1,) + out_shape, divisor).squeeze(-2)
+    return _pool.avg_pool_nd(input, kernel, stride, pads, out_shape, divisor)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -193,16 +209,27 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 def _adaptive_sizes(input, output_size, n):
-    sizes = _tuple(output_size, n, "output_size")
+    """PyTorch's ``_list_with_default``: a sequence's ``None`` entries take the input's size."""
+    if isinstance(output_size, int):
+        return (output_size,) * n
+    sizes = tuple(output_size)
+    if n > 1 and input.ndim <= len(sizes):
+        raise ValueError(f"Input dimension should be at least {len(sizes) + 1}")
+    sizes = _tuple(sizes, n, "output_size")
     return tuple(input.shape[-n + i] if s is None else s for i, s in enumerate(sizes))
 
 
-def _adaptive_input(name, input, n, colon=""):
+def _check_adaptive_input(name, input, n, colon="", checked=None):
+    """Rank and empty-size checks of PyTorch's adaptive kernels; ``checked`` are the dims that
+    must be non-empty (every non-batch dim unless given)."""
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got{colon} "
                            f"{list(input.shape)}")
-    unbatched = input.ndim == n + 1
-    return (input.unsqueeze(0) if unbatched else input), unbatched
+    for dim in (range(1, input.ndim) if checked is None else checked):
+        if input.shape[dim] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {dim} being empty")
 
 
 def _averaging_matrix(input, size, out):
@@ -218,21 +245,26 @@ def _averaging_matrix(input, size, out):
 
 
 def _adaptive_avg(n, input, output_size):
-    name = f"adaptive_avg_pool{n}d"
-    input, unbatched = _adaptive_input(name, input, n)
-    if input.dtype._kind < 2:
-        _refuse_dtype("adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d", input)
-    sizes = _adaptive_sizes(input, output_size, n)
     if n == 1:  # as PyTorch: the 2-d pool over a (N, C, 1, L) view
-        input, sizes = input.unsqueeze(-2), (1,) + sizes
-    if n <= 2 and all(s == 1 for s in sizes):
-        out = input.mean((-1, -2), keepdim=True)  # PyTorch's global-pooling shortcut
-    else:
-        matrices = [_averaging_matrix(input, s, o) for s, o in zip(input.shape[2:], sizes)]
-        out = _pool.adaptive_avg_pool_nd(input, matrices)
-    if n == 1:
-        out = out.squeeze(-2)
-    return _unbatch(out, unbatched)
+        _check_1d_rank(input, "adaptive_avg_pool1d")
+        sizes = _adaptive_sizes(input, output_size, 1)
+        return _adaptive_avg(2, _as_planes(input), (1,) + sizes).squeeze(-2)
+    sizes = _adaptive_sizes(input, output_size, n)
+    if all(s == 1 for s in sizes):
+        # PyTorch's global-pooling shortcut, taken before any check of the rank
+        return input.mean(tuple(range(-1, -n - 1, -1)), keepdim=True)
+    name = f"adaptive_avg_pool{n}d"
+    # the 2-d kernel checks the spatial dims, the 3-d one every non-batch dim
+    _check_adaptive_input(name, input, n,
+                          checked=(input.ndim - 2, input.ndim - 1) if n == 2 else None)
+    if input.dtype._kind < 2:
+        if n == 2 and not input.numel():
+            # the 2-d kernel returns an empty result before it dispatches on the dtype
+            return input.new_zeros(tuple(input.shape[:input.ndim - n]) + sizes)
+        _refuse_dtype("adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d", input)
+    spatial = input.shape[input.ndim - n:]
+    matrices = [_averaging_matrix(input, s, o) for s, o in zip(spatial, sizes)]
+    return _pool.adaptive_avg_pool_nd(input, matrices)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -249,16 +281,18 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_max(n, input, output_size, return_indices):
     name = f"adaptive_max_pool{n}d"
-    input, unbatched = _adaptive_input(name, input, n, ":")
+    if n == 1:
+        _check_1d_rank(input, name)
+    sizes = _adaptive_sizes(input, output_size, n)
+    _check_adaptive_input(name, input, n, ":")
     if input.dtype._kind < 2:
         _refuse_dtype("adaptive_max_pool3d_cpu" if n == 3 else "adaptive_max_pool2d", input)
-    sizes = _adaptive_sizes(input, output_size, n)
     if n == 1:  # as PyTorch: the 2-d kernel over a (N, C, 1, L) view
-        values, indices = _pool.adaptive_max_pool_nd(input.unsqueeze(-2), (1,) + sizes)
+        values, indices = _pool.adaptive_max_pool_nd(_as_planes(input), (1,) + sizes)
         result = values.squeeze(-2), indices.squeeze(-2)
     else:
         result = _pool.adaptive_max_pool_nd(input, sizes)
-    return _unbatch(result if return_indices else result[0], unbatched)
+    return result if return_indices else result[0]
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -290,8 +324,8 @@ class MaxUnpool2DBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        batch, channels = grad.shape[:2]
-        picked = grad.reshape(batch, channels, -1).gather(2, self.indices)
+        lead = self.indices.shape[:-1]  # (N, C), or (C,) for an unbatched input
+        picked = grad.reshape(lead + (-1,)).gather(len(lead), self.indices)
         return (picked.reshape(self.in_shape),)
 
 
@@ -317,12 +351,12 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
         out = _max_unpool(2, input.unsqueeze(-1), indices.unsqueeze(-1), kernel + (1,),
                           stride + (1,), padding + (0,), out_shape + (1,))
         return out.squeeze(-1)
-    unbatched = input.ndim == n + 1
-    if unbatched:
-        input, indices = input.unsqueeze(0), indices.unsqueeze(0)
-    batch, channels = input.shape[:2]
+    if input.dtype._kind < 2:
+        _refuse_dtype(f"max_unpool{n}d", input)
+    # an unbatched (C, *S) input is taken as it is, as PyTorch's kernel does
+    lead = tuple(input.shape[:input.ndim - n])
     plane = math.prod(out_shape)
-    flat_indices = indices.reshape(batch, channels, -1)
+    flat_indices = indices.reshape(lead + (-1,))
     if flat_indices.numel():
         largest, smallest = int(flat_indices.max()), int(flat_indices.min())
         if smallest < 0 or largest >= plane:
@@ -330,13 +364,13 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
             raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                                f"{'x'.join(map(str, out_shape))})")
     with no_grad():
-        out = input.new_zeros((batch, channels, plane))
-        out = out.scatter(2, flat_indices, input.reshape(batch, channels, -1))
-        out = out.reshape((batch, channels) + out_shape)
+        out = input.new_zeros(lead + (plane,))
+        out = out.scatter(len(lead), flat_indices, input.reshape(lead + (-1,)))
+        out = out.reshape(lead + out_shape)
     if needs_grad(input):
         node = MaxUnpool2DBackward0 if n == 2 else MaxUnpool3DBackward0
         record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape))
-    return out.squeeze(0) if unbatched else out
+    return out
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
