@@ -224,18 +224,14 @@ def smm(input, mat):
 
 
 def set_default_device(dev):
-    from . import _tensor as _t
-    _t._default_device = _ops.creation.resolve_device(dev)
+    from . import _device
+    _device._default_device = _ops.creation.resolve_device(dev)
 
 
 def get_default_device():
-    from . import _tensor as _t
-    return _t._default_device
+    from . import _device
+    return _device._default_device
 
-
-# The layers above the tensor library, imported last: they build on everything before.
-from . import nn  # noqa: E402,F401
-from ._functional_exports import *  # noqa: E402,F401,F403
 
 # In-place ops torch also exposes as functions (``torch.exp_(t)``): the Tensor methods.
 for _name in ("abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
@@ -269,7 +265,7 @@ del _namespace
 # Add a namespace here by its module name under ``ember``.
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
-                              "cpu", "types"})
+                              "cpu", "types", "nn"})
 
 
 def __getattr__(name):
@@ -280,4 +276,15 @@ def __getattr__(name):
             return module
         raise AttributeError(f"module 'ember' has no attribute '{name}': the ember.{name} "
                              "namespace is not part of this build")
+    if not name.startswith("_"):
+        # torch.conv2d & co are nn.functional's layers: they come with ember.nn, on first use.
+        _functional_exports = _import_if_present(f"{__name__}._functional_exports")
+        if name in _functional_exports.__all__:
+            value = globals()[name] = getattr(_functional_exports, name)
+            return value
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+def __dir__():
+    _functional_exports = _import_if_present(f"{__name__}._functional_exports")
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_functional_exports.__all__})
