@@ -1,18 +1,17 @@
-"""``ember.linalg``: torch.linalg's functions. The ops live in ``ember/ops/decompositions.py``
+"""``ember.linalg``: torch.linalg's functions. The ops live in ``ember/ops/linalg.py``
 (with their backward formulas); this module only gives them their ``linalg`` names."""
-from .ops import decompositions as _decompositions
-from .ops.linalg import matmul  # noqa: F401
+from .ops import linalg as _linalg_ops
+from .ops.matmul import matmul  # noqa: F401
 
-LinAlgError = _decompositions.LinAlgError
+LinAlgError = _linalg_ops.LinAlgError
 
-for _name in _decompositions.LINALG:
+for _name in _linalg_ops.LINALG:
     if _name in ("matmul", "LinAlgError"):
         continue
-    globals()[_name] = _decompositions.LINALG_OVERRIDES.get(_name) or getattr(_decompositions,
-                                                                              _name)
+    globals()[_name] = _linalg_ops.LINALG_OVERRIDES.get(_name) or getattr(_linalg_ops, _name)
 del _name
 
-__all__ = list(_decompositions.LINALG)
+__all__ = list(_linalg_ops.LINALG)
 
 __all__ += ["cond", "tensorinv", "tensorsolve", "householder_product"]
 
@@ -29,7 +28,7 @@ def cond(A, p=None):
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     if p in (None, 2, -2):
-        singular = svdvals(A)  # noqa: F821 (bound from the decompositions table above)
+        singular = svdvals(A)  # noqa: F821 (bound from the ops table above)
         largest, smallest = singular[..., 0], singular[..., -1]
         return largest / smallest if p in (None, 2) else smallest / largest
     if A.shape[-1] != A.shape[-2]:

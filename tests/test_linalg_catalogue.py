@@ -2,7 +2,7 @@
 singular and non-positive-definite input), the gradients PyTorch defines or refuses at special
 inputs, invariants of decompositions whose outputs are defined up to sign, and the result types.
 The forward/backward/gradcheck comparisons of every op are rows in
-``tests/opinfo/ops_decompositions.py``."""
+``tests/opinfo/ops_linalg.py``."""
 import warnings
 
 import numpy as np
@@ -352,7 +352,7 @@ def test_matrix_exp_of_a_rotation_generator():
 
 
 def test_multi_dot_picks_the_cheap_order():
-    from ember.ops.decompositions import _matrix_chain_order
+    from ember.ops.linalg import _matrix_chain_order
     # (10x100)(100x5)(5x50): (AB)C costs 7500 vs A(BC) 75000.
     assert _matrix_chain_order([10, 100, 5, 50])[0][2] == 1
     assert _matrix_chain_order([50, 5, 100, 10])[0][2] == 0

@@ -6,12 +6,12 @@ from .elementwise import _UNARY
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
+from .matmul import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .inplace import copy_, fill_, zero_, inplace, write_result as _write_result, UFUNC_OF as _UFUNC_OF
-from . import elementwise, reduce, shape, indexing, linalg, creation
+from . import elementwise, reduce, shape, indexing, matmul, creation
 from .._tensor import Tensor
 from ._dispatch import ELIDE_MIN_BYTES as _ELIDE_MIN_BYTES, reuse_temporary as _reuse_temporary
 from ._dispatch import accept_numpy_keywords as _accept_numpy_keywords
@@ -45,7 +45,7 @@ _METHODS = [
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
     "masked_fill", "masked_select", "take_along_dim", "take", "nonzero", "argwhere", "sort",
     "argsort", "msort", "topk",
-    # linalg
+    # matrix products
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
     "baddbmm", "addbmm",
     # creation / conversion
@@ -152,7 +152,7 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
 from .._submodules import import_module_if_present as _import_if_present
 
 for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extra",
-                "decompositions", "tensor_api"):
+                "linalg", "tensor_api"):
     _module = _import_if_present(f"{__name__}.{_family}")
     if _module is None:
         continue

@@ -549,7 +549,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if p == "nuc":  # the sum of singular values: a matrix norm, from the linalg family
-        from .decompositions import matrix_norm
+        from .linalg import matrix_norm
         return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
     if p in ("fro", None):
         p = 2

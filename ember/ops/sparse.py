@@ -743,7 +743,7 @@ def sparse_mm(mat1, mat2, reduce=None):
     if not _is_sparse(mat1):
         if _is_sparse(mat2):
             return dense_mm(mat1, mat2)
-        from .linalg import mm as dense_product
+        from .matmul import mm as dense_product
         return dense_product(mat1, mat2)  # as torch: two dense operands are multiplied densely
     return addmm(None, mat1, mat2)
 

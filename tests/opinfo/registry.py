@@ -2,9 +2,9 @@
 import importlib
 
 # ops/creation.py has no table yet (its factories are tested in tests/test_creation.py).
-_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "linalg",
+_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "matmul",
              # the op catalogue: one table per ember/ops/ family file
-             "sorting", "special", "spectral", "complex", "cumulative", "extra", "decompositions", "tensor_api",
+             "sorting", "special", "spectral", "complex", "cumulative", "extra", "linalg", "tensor_api",
              # the layers' ops, called through nn.functional and torch's top-level names
              "conv", "pooling", "normalization", "activation", "recurrent", "loss"]
 ALL_OPS = []

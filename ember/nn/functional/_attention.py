@@ -22,7 +22,7 @@ from ...autograd import grad_mode
 from ...ops._dispatch import (Node, Tensor, needs_grad, record, _wrap, device_mismatch,
                               dtype_name)
 from ...ops.elementwise import mul_scalar
-from ...ops.linalg import _cpp_name
+from ...ops.matmul import _cpp_name
 from ...ops.reduce import _quiet, SoftmaxBackward0
 from ._linear import linear
 

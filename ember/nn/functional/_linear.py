@@ -6,7 +6,7 @@ input (``mm`` without a bias), other ranks flattened to a matrix by a view and v
 """
 from ...ops._dispatch import needs_grad, record, _wrap, device_mismatch, CompositeBackward, \
     record_composite
-from ...ops.linalg import _cpp_name, addmm
+from ...ops.matmul import _cpp_name, addmm
 from ...ops.shape import UnsafeViewBackward0, SqueezeBackward4
 
 __all__ = ["linear", "bilinear"]
