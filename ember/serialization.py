@@ -46,6 +46,7 @@ from . import _dtype as dt
 from ._device import device as _device
 from ._tensor import Tensor, Size, _wrap_with, _contiguous_strides
 from .backends import get_backend
+from .backends.numpy_backend import memory_owner, array_address
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals", "DEFAULT_PROTOCOL", "config", "LoadEndianness",
@@ -124,23 +125,6 @@ class _StorageRecord:
         self.numel, self.data = numel, data
 
 
-def _memory_owner(array):
-    """The array at the root of NumPy's view chain: the one whose buffer ``array`` views."""
-    root = array
-    while True:
-        base = root.base
-        if isinstance(base, np.ndarray):
-            root = base
-        elif base is not None and isinstance(getattr(base, "base", None), np.ndarray):
-            root = base.base  # as_strided's intermediate holder
-        else:
-            return root
-
-
-def _address(array):
-    return array.__array_interface__["data"][0]
-
-
 def _location(dev):
     if dev.type == "cpu":
         return "cpu"
@@ -170,7 +154,7 @@ class _StorageTable:
         shape = tuple(array.shape)
         itemsize = dtype.itemsize
         if array.size:
-            owner = _memory_owner(array)
+            owner = memory_owner(array)
             placed = self._place_in_owner(array, owner, dtype, location, itemsize)
             if placed is not None:
                 return placed
@@ -181,7 +165,7 @@ class _StorageTable:
     def _place_in_owner(self, array, owner, dtype, location, itemsize):
         if not (owner.flags.c_contiguous or owner.flags.f_contiguous):
             return None
-        start, ptr = _address(owner), _address(array)
+        start, ptr = array_address(owner), array_address(array)
         byte_offset, owner_nbytes = ptr - start, owner.nbytes
         if byte_offset < 0 or byte_offset % itemsize or owner_nbytes % itemsize:
             return None

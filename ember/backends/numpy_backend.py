@@ -54,6 +54,24 @@ _erfc_loop = np.vectorize(math.erfc, otypes=[np.float64])
 _erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
 
 
+def memory_owner(array):
+    """The array at the root of NumPy's view chain: the one whose buffer ``array`` views (what
+    a checkpoint writes as one storage)."""
+    root = array
+    while True:
+        base = root.base
+        if isinstance(base, np.ndarray):
+            root = base
+        elif base is not None and isinstance(getattr(base, "base", None), np.ndarray):
+            root = base.base  # as_strided's intermediate holder
+        else:
+            return root
+
+
+def array_address(array):
+    return array.__array_interface__["data"][0]
+
+
 class NumpyBackend(Backend):
     device_type = "cpu"
     xp = np

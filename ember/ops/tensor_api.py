@@ -574,7 +574,7 @@ def corrcoef(input):
 
 def dist(input, other, p=2):
     _same_device(input, other)
-    from .. import linalg
+    from . import linalg  # ops.linalg: not the ember.linalg namespace, which imports ops
     diff = input - other
     if diff._dtype._kind < 2:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
@@ -603,7 +603,7 @@ def renorm(input, p, dim, maxnorm):
     if nd <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
     d = wrap_dim(dim, nd)
-    from .. import linalg
+    from . import linalg  # ops.linalg: not the ember.linalg namespace, which imports ops
     ops = _ops()
     others = tuple(i for i in range(nd) if i != d)
 
@@ -1380,7 +1380,7 @@ def _reflectors(input, tau):
     stored below input's diagonal, T upper triangular, T^-1 = diag(1 / tau) + striu(V^H V).
     A reflector with tau = 0 is the identity: its vector is zeroed and its tau replaced by 1."""
     ops = _ops()
-    from .. import linalg
+    from . import linalg  # ops.linalg: not the ember.linalg namespace, which imports ops
     m = input._data.shape[-2]
     k = tau._data.shape[-1]
     cols = input[..., :, :k]

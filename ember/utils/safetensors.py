@@ -40,11 +40,11 @@ def _host_array(tensor):
 def _memory_block(tensor):
     """(device, start, size) of the memory block ``tensor`` views: what safetensors.torch
     calls its storage."""
-    from ..serialization import _memory_owner, _address
+    from ..backends.numpy_backend import memory_owner, array_address
     if not isinstance(tensor._data, np.ndarray):
         return tensor.device, tensor.data_ptr(), tensor.nbytes
-    owner = _memory_owner(tensor._data)
-    return tensor.device, _address(owner), owner.nbytes
+    owner = memory_owner(tensor._data)
+    return tensor.device, array_address(owner), owner.nbytes
 
 
 def _byte_range(tensor):

@@ -18,6 +18,7 @@ import torch
 
 import ember
 from ember import serialization
+from ember.backends.numpy_backend import memory_owner
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128"]
@@ -418,7 +419,7 @@ def test_mmap_maps_storages_copy_on_write(tmp_path):
     loaded = ember.load(tmp_path / "m.pt", mmap=True)
     assert loaded["base"].tolist() == base.tolist()
     assert loaded["view"].tolist() == base[1:, 1:3].tolist()
-    owner = serialization._memory_owner(loaded["base"]._data)
+    owner = memory_owner(loaded["base"]._data)
     assert isinstance(owner.base.obj, mmap.mmap)  # mapped from the file, not read into memory
     assert _shares_memory(loaded["base"], loaded["view"])
     loaded["base"][1, 1] = 99.0  # private pages: visible to the views, never to the file
