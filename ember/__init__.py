@@ -41,7 +41,8 @@ for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHO
                  "to", "new", "legacy_new", "LegacyTensorType", "new_tensor", "new_zeros",
                  "new_ones", "new_empty", "new_full",
                  "resolve_device", "uniform_", "normal_", "bernoulli_", "exponential_", "random_",
-                 "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_"):
+                 "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_",
+                 "float_power_"):
     globals().pop(_private, None)
 
 from . import cuda  # noqa: E402,F401
@@ -198,7 +199,7 @@ def get_device_module(device=None):
 _device_cls_for_module = device
 
 
-from .ops.embedding_bag import embedding_bag  # noqa: E402
+from .ops.embedding import embedding_bag  # noqa: E402
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,

@@ -2,23 +2,13 @@
 with the ``padding_idx`` row zeroed and excluded from gradients."""
 from ... import ops as _ops
 from ...autograd.grad_mode import no_grad
+from ...ops.embedding import padding_index
 from ..parameter import Parameter
 from .. import functional as F
 from .. import init
 from .module import Module
 
 __all__ = ["Embedding", "EmbeddingBag"]
-
-
-def _resolve_padding_idx(padding_idx, num_embeddings):
-    if padding_idx is None:
-        return None
-    if padding_idx > 0:
-        assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-    elif padding_idx < 0:
-        assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
-        padding_idx = num_embeddings + padding_idx
-    return padding_idx
 
 
 class _Lookup(Module):
@@ -52,7 +42,7 @@ class Embedding(_Lookup):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.padding_idx = _resolve_padding_idx(padding_idx, num_embeddings)
+        self.padding_idx = padding_index(padding_idx, num_embeddings)
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -101,7 +91,7 @@ class EmbeddingBag(_Lookup):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _resolve_padding_idx(padding_idx, num_embeddings)
+        self.padding_idx = padding_index(padding_idx, num_embeddings)
         self._make_weight(num_embeddings, embedding_dim, _weight, False, device, dtype)
         self.mode = mode
         self.sparse = sparse
