@@ -247,18 +247,18 @@ for _name in ("abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsi
         globals()[_name] = getattr(Tensor, _name)
 del _name
 
-# torch's namespaces beside the tensor library (each optional while it is being written).
-from ._submodules import import_module_if_present as _import_if_present  # noqa: E402
+# torch's namespaces beside the tensor library.
+# (``import_module``, not ``from . import``: ``from .ops import *`` above bound ``linalg`` to the
+# ops module of that name, which ``from . import linalg`` would return instead of the namespace.)
+import importlib as _importlib  # noqa: E402
 
 for _namespace in ("linalg", "special", "fft", "serialization"):
-    _import_if_present(f"{__name__}.{_namespace}")
+    _importlib.import_module(f"{__name__}.{_namespace}")
 # Their ops take NumPy's keyword names (axis=, keepdims=) as torch.linalg/special/fft's do.
-for _namespace in ("linalg", "special", "fft"):
-    if _namespace in globals():
-        _ops._accept_numpy_keywords_in(globals()[_namespace])
-if "serialization" in globals():
-    from .serialization import save, load  # noqa: E402,F401
+for _namespace in (linalg, special, fft):  # noqa: F821 (bound by the imports above)
+    _ops._accept_numpy_keywords_in(_namespace)
 del _namespace
+from .serialization import save, load  # noqa: E402,F401
 
 # Namespaces imported on first use, so that ``import ember`` stays fast: ``ember.hub`` and
 # ``import ember.hub`` both work, but none of these (or what they import: urllib, http,
@@ -271,15 +271,10 @@ _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed",
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
-        # A namespace missing from this build is an AttributeError, so hasattr() answers False.
-        module = _import_if_present(f"{__name__}.{name}")
-        if module is not None:
-            return module
-        raise AttributeError(f"module 'ember' has no attribute '{name}': the ember.{name} "
-                             "namespace is not part of this build")
+        return _importlib.import_module(f"{__name__}.{name}")
     if not name.startswith("_"):
         # torch.conv2d & co are nn.functional's layers: they come with ember.nn, on first use.
-        _functional_exports = _import_if_present(f"{__name__}._functional_exports")
+        _functional_exports = _importlib.import_module(f"{__name__}._functional_exports")
         if name in _functional_exports.__all__:
             value = globals()[name] = getattr(_functional_exports, name)
             return value
@@ -287,5 +282,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    _functional_exports = _import_if_present(f"{__name__}._functional_exports")
+    _functional_exports = _importlib.import_module(f"{__name__}._functional_exports")
     return sorted({*globals(), *_LAZY_SUBMODULES, *_functional_exports.__all__})

@@ -1,4 +1,4 @@
-"""Importing a package's parts by name, where a part may not exist yet in this build."""
+"""Importing a package's parts by name: ``from package.part import *`` for a list of parts."""
 import importlib
 
 
@@ -14,13 +14,10 @@ def import_module_if_present(full_name):
 
 
 def import_parts(package, names, namespace):
-    """``from package.name import *`` into ``namespace`` for each name whose module exists.
-
-    Only a missing module itself is skipped; an ImportError raised inside one is not hidden."""
+    """``from package.name import *`` into ``namespace`` for each name (its ``__all__``, or its
+    public names). Every part must exist: a missing one is an ImportError, not a skip."""
     for name in names:
-        module = import_module_if_present(f"{package}.{name}")
-        if module is None:
-            continue
+        module = importlib.import_module(f"{package}.{name}")
         exported = getattr(module, "__all__", None)
         if exported is None:
             exported = [n for n in vars(module) if not n.startswith("_")]

@@ -124,14 +124,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def __getattr__(name):
     # Submodules that import heavier pieces load on first use.
-    import importlib
-    if name in ("functional", "gradcheck_module", "forward_ad"):
-        from .._submodules import import_module_if_present
-        module = import_module_if_present(f"{__name__}.{name}")
-        if module is None:  # AttributeError, so that hasattr() answers False
-            raise AttributeError(f"module 'ember.autograd' has no attribute '{name}': "
-                                 f"ember.autograd.{name} is not part of this build")
-        return module
+    if name == "functional":
+        import importlib
+        return importlib.import_module(f"{__name__}.functional")
+    if name == "forward_ad":  # AttributeError, so that hasattr() answers False
+        raise AttributeError("module 'ember.autograd' has no attribute 'forward_ad': Ember "
+                             "has no forward-mode AD yet (dual tensors, jvp)")
     if name in ("gradcheck", "gradgradcheck"):
         from . import gradcheck as _gc
         return getattr(_gc, name)
