@@ -1,5 +1,7 @@
-"""Op-catalogue workloads for ember/ops/cumulative.py and ember/ops/extra.py: one per family,
-each a handful of the family's ops on arrays large enough that the time is the array work
+"""Op-catalogue workloads for ember/ops/cumulative.py and for the ops that were once
+ember/ops/extra.py (now in elementwise, shape, indexing, matmul, creation and reduce; the
+workload keeps its name ``catalogue_extra`` so its rows stay comparable): one per family, each a
+handful of the family's ops on arrays large enough that the time is the array work
 (each op is one NumPy call or a few), Ember vs PyTorch."""
 import numpy as np
 

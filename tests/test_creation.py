@@ -7,6 +7,7 @@ import torch
 
 import ember
 from opinfo.core import assert_same
+from torch_compare import compare, compare_error
 
 
 def _eval(expr, lib, device="cpu"):
@@ -335,3 +336,35 @@ def test_factory_keywords_place_tensors(device):
         assert out.device == ember.device(device if device == "cpu" else f"{device}:0")
     assert ember.zeros(2, device=ember.device("cpu")).device == ember.device("cpu")
     assert ember.zeros(2, device="cpu:0").device == ember.device("cpu")
+
+
+# ---- vander, tril_indices, triu_indices beyond the op table --------------------------------------
+
+def test_vander_gradient_matches_powers():
+    """PyTorch's own vander backward fails; the gradient equals that of stacked powers."""
+    x = ember.tensor([0.5, -1.5, 2.0, 0.0], dtype=ember.float64, requires_grad=True)
+    ember.vander(x, 4).sum().backward()
+    t = torch.tensor([0.5, -1.5, 2.0, 0.0], dtype=torch.float64, requires_grad=True)
+    torch.stack([t ** k for k in (3, 2, 1, 0)], 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_tril_triu_indices_match_numpy_order():
+    compare(lambda lib: lib.tril_indices(4, 5, -1))
+    compare(lambda lib: lib.triu_indices(5, 3, 1, dtype=lib.int32))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.vander(lib.ones(2, 2)),
+    lambda lib: lib.vander(lib.ones(2), -1),
+    lambda lib: lib.tril_indices(-1, 3),
+])
+def test_errors_match_torch(fn):
+    compare_error(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.triu_indices(3, -2),
+])
+def test_more_errors_match_torch(fn):
+    compare_error(fn)

@@ -1,13 +1,18 @@
 """Element-wise behaviour the op table does not cover: in-place variants and their casting
-rule, device mismatches, PyTorch's exceptions (types and messages), integer edge cases, and
-gradients recorded without a derivative."""
+rule, device mismatches, PyTorch's exceptions (types and messages), integer edge cases,
+gradients recorded without a derivative, and laws of gcd/lcm, frexp/ldexp and logaddexp
+(hypothesis)."""
+import math
+
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import ember
 
 from opinfo.core import assert_same
+from torch_compare import compare, compare_error
 
 
 def both(values, dtype, requires_grad=False):
@@ -330,3 +335,172 @@ def test_double_backward_of_pow_with_scalar_base_matches_torch():
     (tgg,) = torch.autograd.grad(tg.sum(), t)
     (egg,) = ember.autograd.grad(eg.sum(), e)
     np.testing.assert_allclose(egg.numpy(), tgg.numpy(), rtol=1e-12)
+
+
+# ---- copysign ... frexp: laws, named result, in-place forms, gradients, errors -------------------
+
+INT64 = st.integers(-10**6, 10**6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(INT64, INT64), min_size=1, max_size=20))
+def test_gcd_times_lcm_is_abs_product(pairs):
+    a = ember.tensor([p[0] for p in pairs])
+    b = ember.tensor([p[1] for p in pairs])
+    g, m = ember.gcd(a, b), ember.lcm(a, b)
+    assert (g * m).tolist() == (a * b).abs().tolist()
+    # gcd divides both (and is 0 only for two zeros)
+    safe = g.masked_fill(g == 0, 1)
+    assert ((a % safe) == 0).all() and ((b % safe) == 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e300, 1e300, allow_nan=False), min_size=1, max_size=20))
+def test_frexp_ldexp_round_trip(values):
+    x = ember.tensor(values, dtype=ember.float64)
+    mantissa, exponent = ember.frexp(x)
+    assert exponent.dtype is ember.int32
+    nonzero = mantissa != 0
+    assert ((mantissa.abs() >= 0.5) & (mantissa.abs() < 1) | ~nonzero).all()
+    assert ember.ldexp(mantissa, exponent).tolist() == x.tolist()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-50, 50), min_size=1, max_size=10), st.lists(st.floats(-50, 50), min_size=1, max_size=10))
+def test_logaddexp_is_log_of_sum_of_exps(xs, ys):
+    n = min(len(xs), len(ys))
+    x, y = ember.tensor(xs[:n], dtype=ember.float64), ember.tensor(ys[:n], dtype=ember.float64)
+    both = ember.logaddexp(x, y)
+    np.testing.assert_allclose(np.exp(both.numpy()), np.exp(xs[:n]) + np.exp(ys[:n]), rtol=1e-13)
+    assert ember.equal(both, ember.logaddexp(y, x)) and (both >= ember.maximum(x, y)).all()
+    np.testing.assert_allclose(np.exp2(ember.logaddexp2(x, y).numpy()),
+                               np.exp2(xs[:n]) + np.exp2(ys[:n]), rtol=1e-13)
+
+
+def test_frexp_named_result():
+    m, e = ember.frexp(ember.tensor([3.0, -5.0]))
+    res = ember.frexp(ember.tensor([3.0, -5.0]))
+    assert res.mantissa is res[0] and res.exponent is res[1]
+    assert "mantissa=" in repr(res) and type(res).__name__ == "frexp"
+
+
+def compare_writing_into_self(call):
+    """``call(x, y)`` returns ``x`` itself, written in place, with torch's values."""
+    def fn(lib):
+        x = lib.tensor([[1.5, -2.0, 0.0], [3.0, 0.25, -1.0]], dtype=lib.float64)
+        y = lib.tensor([[-1.0, 2.0, 0.5], [0.0, -3.0, 4.0]], dtype=lib.float64)
+        ptr = x.data_ptr()
+        out = call(x, y)
+        assert out is x and x.data_ptr() == ptr
+        return x
+    compare(fn)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, y: x.copysign_(y), lambda x, y: x.heaviside_(y), lambda x, y: x.deg2rad_(),
+    lambda x, y: x.rad2deg_(), lambda x, y: x.sgn_(), lambda x, y: x.nextafter_(y),
+    lambda x, y: x.ldexp_(y.round()),
+])
+def test_inplace_forms_write_into_self(call):
+    compare_writing_into_self(call)
+
+
+def test_integer_inplace_forms():
+    compare(lambda lib: lib.tensor([12, 18, -4]).gcd_(lib.tensor([8, 27, 6])))
+    compare(lambda lib: lib.tensor([12, 18, -4]).lcm_(lib.tensor([8, 27, 6])))
+
+
+def test_sgn_gradient_is_zero():
+    x = ember.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    ember.sgn(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_heaviside_backward_not_implemented():
+    compare_error(lambda lib: lib.heaviside(lib.tensor([1.0, -1.0], requires_grad=True),
+                                            lib.tensor([0.5, 0.5])).sum().backward())
+
+
+def test_ldexp_negative_exponents():
+    """Forward agrees with PyTorch; the gradient is the true 2 ** e (PyTorch's is 0 for e < 0,
+    as it computes 2 ** e in integers)."""
+    compare(lambda lib: lib.ldexp(lib.tensor([1.0, 3.0, -5.0]), lib.tensor([-3, 0, 4])))
+    x = ember.tensor([1.0, 3.0], requires_grad=True)
+    ember.ldexp(x, ember.tensor([-2, 3])).sum().backward()
+    assert x.grad.tolist() == [0.25, 8.0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.frexp(lib.tensor([1, 2])),
+    lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2.0])),
+    lambda lib: lib.logaddexp(lib.tensor([1]), lib.tensor([2])),
+    lambda lib: lib.heaviside(lib.tensor([1.0]), lib.tensor([1.0], dtype=lib.float64)),
+])
+def test_errors_match_torch(fn):
+    compare_error(fn)
+
+
+def test_ops_refuse_mixed_devices():
+    a = ember.ones(2, 3)
+    other = ember.ones(2, 3, device="testdev")
+    for fn in (lambda: ember.copysign(a, other), lambda: ember.logaddexp(a, other)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            fn()
+
+
+def test_complex_sgn_and_subnormal_frexp():
+    compare(lambda lib: lib.sgn(lib.tensor([1 + 1j, 0j, -2j])))
+    compare(lambda lib: lib.frexp(lib.tensor([3.0, 1e-7, -6e-8, 65504.0]).half()))
+    compare(lambda lib: [part.float() for part in
+                         lib.frexp(lib.tensor([3.0, 1e-40, -1e-39]).bfloat16())])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.ldexp(lib.ones(2), 2),
+    lambda lib: lib.nextafter(lib.tensor([1, 2]), lib.tensor([1, 2])),
+    lambda lib: lib.lcm(lib.ones(2), lib.ones(2)),
+])
+def test_more_errors_match_torch(fn):
+    compare_error(fn)
+
+
+def test_complex_sgn_gradient():
+    def fn(lib):
+        z = lib.tensor([1 + 1j, 0j, -2j, 3 - 4j], requires_grad=True)
+        return lib.autograd.grad(lib.sgn(z), z, lib.tensor([0.5 + 1j, 1, 2j, -1]))[0]
+    compare(fn)
+
+
+# ---- element-wise ops older than copysign ... frexp, checked against PyTorch ---------------------
+
+A = np.random.default_rng(0).standard_normal((3, 4))
+B = np.random.default_rng(1).standard_normal(4)
+INT_MATRIX = np.array([[5, -3, 7], [-8, 9, 0]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.clamp_min(lib.tensor(A), lib.tensor(B)),
+    lambda lib: lib.clamp_min(lib.tensor(INT_MATRIX), 0.5),
+    lambda lib: lib.tensor(A).clamp_max_(0.1),
+    lambda lib: lib.fmod(lib.tensor(INT_MATRIX), -3),
+    lambda lib: lib.remainder(lib.tensor(A), lib.tensor(B)),
+    lambda lib: lib.remainder(5, lib.tensor(INT_MATRIX) + 20),
+    lambda lib: lib.float_power(lib.tensor(INT_MATRIX), 2),
+    lambda lib: lib.float_power(2, lib.tensor(INT_MATRIX)),
+    lambda lib: lib.tensor(np.abs(A)).float_power_(lib.tensor(B)),
+    lambda lib: lib.signbit(lib.tensor([-0.0, 0.0, -1.0, math.nan])),
+    lambda lib: lib.isclose(lib.tensor([1.0, math.nan, math.inf]),
+                            lib.tensor([1.0 + 1e-9, math.nan, math.inf]), equal_nan=True),
+    lambda lib: lib.allclose(lib.tensor(A), lib.tensor(A) + 1e-7),
+    lambda lib: lib.equal(lib.tensor(A), lib.tensor(B)),
+])
+def test_existing_ops_match_torch(fn):
+    compare(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.ones(2).float_power_(2),
+    lambda lib: lib.isclose(lib.ones(2), lib.ones(2, dtype=lib.float64)),
+])
+def test_existing_ops_errors_match_torch(fn):
+    compare_error(fn)

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import ember
+from test_elementwise_extra import compare_writing_into_self
+from torch_compare import compare, compare_error
 
 X = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
 
@@ -238,3 +240,120 @@ def test_index_ops_need_indices_on_the_same_device():
                  lambda: x.gather(0, index.reshape(1, 2))):
         with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
             call()
+
+
+# ---- index_fill ... scatter_reduce: in-place forms, gradients, errors, devices -------------------
+
+@pytest.mark.parametrize("call", [
+    lambda x, y: x.index_fill_(1, x.new_tensor([0, 2]).long(), 0.5),
+    lambda x, y: x.index_copy_(0, x.new_tensor([1]).long(), y[:1]),
+    lambda x, y: x.put_(x.new_tensor([0, 5]).long(), y[0, :2]),
+    lambda x, y: x.put_(x.new_tensor([0, 0]).long(), y[0, :2], accumulate=True),
+    lambda x, y: x.masked_scatter_(y > 0, y),
+    lambda x, y: x.scatter_reduce_(0, x.new_tensor([[0, 1, 1]]).long(), y, "prod"),
+])
+def test_inplace_forms_write_into_self(call):
+    compare_writing_into_self(call)
+
+
+def test_inplace_records_gradient():
+    def fn(lib):
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64, requires_grad=True)
+        src = lib.tensor([[5.0, 6.0]], dtype=lib.float64, requires_grad=True)
+        y = x * 2
+        y.index_copy_(0, lib.tensor([1]), src)
+        y.index_fill_(1, lib.tensor([0]), 0.0)
+        (y * lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64)).sum().backward()
+        return x.grad, src.grad
+    compare(fn)
+
+
+def test_scatter_reduce_prod_gradient_with_zeros():
+    def fn(lib):
+        x = lib.tensor([2.0, 0.0, 3.0], dtype=lib.float64, requires_grad=True)
+        src = lib.tensor([0.0, 4.0, 5.0, 0.0, 0.0], dtype=lib.float64, requires_grad=True)
+        index = lib.tensor([0, 0, 1, 2, 2])
+        x.scatter_reduce(0, index, src, "prod").sum().backward()
+        return x.grad, src.grad
+    compare(fn)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_ties_and_integers(reduce, include_self):
+    compare(lambda lib: lib.tensor([[1, 5], [2, 2], [0, -3]]).scatter_reduce(
+        0, lib.tensor([[2, 0], [2, 0], [0, 1]]), lib.tensor([[4, 4], [4, -1], [7, 2]]), reduce,
+        include_self=include_self))
+
+    def grads(lib):
+        x = lib.tensor([1.0, 2.0, 2.0], dtype=lib.float64, requires_grad=True)
+        src = lib.tensor([2.0, 2.0, 1.0, 3.0], dtype=lib.float64, requires_grad=True)
+        x.scatter_reduce(0, lib.tensor([1, 1, 0, 2]), src, reduce,
+                         include_self=include_self).sum().backward()
+        return x.grad, src.grad
+    compare(grads)
+
+
+def test_scatter_reduce_max_alias():
+    compare(lambda lib: lib.zeros(3).scatter_reduce(0, lib.tensor([0, 0, 1]),
+                                                    lib.tensor([1.0, 5.0, 2.0]), "max"))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.ones(2, 3).index_fill(0, lib.tensor([5]), 1.0),
+    lambda lib: lib.ones(2, 3).index_fill(0, lib.tensor([0], dtype=lib.int32), 1.0),
+    lambda lib: lib.ones(2, 3).index_fill(1, lib.tensor([0]), lib.tensor([1.0])),
+    lambda lib: lib.ones(2, 3).index_copy(1, lib.tensor([3, 0]), lib.ones(2, 2)),
+    lambda lib: lib.ones(2, 3).index_copy(1, lib.tensor([2, 0]), lib.ones(2, 3)),
+    lambda lib: lib.ones(2, 3).index_copy(1, lib.tensor([0.0]), lib.ones(2, 1)),
+    lambda lib: lib.ones(2, 3).index_copy(1, lib.tensor([0]), lib.ones(2, 1, dtype=lib.float64)),
+    lambda lib: lib.ones(2, 3).index_copy(1, lib.tensor([0]), lib.ones(1)),
+    lambda lib: lib.ones(2, 3).put(lib.tensor([6]), lib.tensor([9.0])),
+    lambda lib: lib.ones(2, 3).put(lib.tensor([1, 2]), lib.tensor([9.0])),
+    lambda lib: lib.ones(2, 3).put(lib.tensor([1]), lib.tensor([9])),
+    lambda lib: lib.ones(2, 3).masked_scatter(lib.ones(2, 3) > 0, lib.arange(2.0)),
+    lambda lib: lib.ones(2, 3).masked_scatter(lib.ones(2, 3) > 0, lib.arange(6)),
+    lambda lib: lib.ones(2, 3).scatter_reduce(0, lib.tensor([[0]]), lib.ones(1, 1), "foo"),
+    lambda lib: lib.ones(2, 3).scatter_reduce(0, lib.tensor([[2]]), lib.ones(1, 1), "sum"),
+])
+def test_errors_match_torch(fn):
+    compare_error(fn)
+
+
+def test_ops_refuse_mixed_devices():
+    a = ember.ones(2, 3)
+    other = ember.ones(2, 3, device="testdev")
+    for fn in (lambda: a.index_copy(0, ember.tensor([0]), other[:1]),
+               lambda: a.masked_scatter(a > 0, other),
+               lambda: a.scatter_reduce(0, ember.tensor([[0]]), other, "sum")):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            fn()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.index_copy(lib.ones(2, 3), 1, lib.tensor([[0]]), lib.ones(2, 1)),
+    lambda lib: lib.ones(2, 3).masked_scatter(lib.ones(2, 3), lib.ones(6)),
+])
+def test_more_errors_match_torch(fn):
+    compare_error(fn)
+
+
+# ---- indexing ops older than index_fill ... scatter_reduce, checked against PyTorch --------------
+
+A = np.random.default_rng(0).standard_normal((3, 4))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.take(lib.tensor(A), lib.tensor([[0, -1], [5, 11]])),
+    lambda lib: lib.tensor(A).index_put_((lib.tensor([0, 2]), lib.tensor([1, 1])),
+                                         lib.tensor([5.0, 6.0], dtype=lib.float64), accumulate=True),
+])
+def test_existing_ops_match_torch(fn):
+    compare(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.take(lib.ones(3, 4), lib.tensor([12])),
+])
+def test_existing_ops_errors_match_torch(fn):
+    compare_error(fn)

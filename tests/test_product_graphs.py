@@ -5,6 +5,7 @@ product kernels raise PyTorch's dtype errors."""
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import ember
 from test_graph_names import assert_same_graph
@@ -213,3 +214,22 @@ def test_matmul_result_on_the_operands_device(device):
     assert out.device.type == device and a.grad.device.type == device
     np.testing.assert_array_equal(a.grad.cpu().numpy(), np.ones((2, 3, 4)))
     np.testing.assert_array_equal(b.grad.cpu().numpy(), np.full(4, 6.0))
+
+
+# ---- kron: the mixed-product law, devices --------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 10**6))
+def test_kron_mixed_product(n, m, p, q, seed):
+    """(A kron B)(C kron D) = (AC) kron (BD)."""
+    rng = np.random.default_rng(seed)
+    A, C = ember.tensor(rng.standard_normal((n, m))), ember.tensor(rng.standard_normal((m, n)))
+    B, D = ember.tensor(rng.standard_normal((p, q))), ember.tensor(rng.standard_normal((q, p)))
+    left = ember.kron(A, B) @ ember.kron(C, D)
+    right = ember.kron(A @ C, B @ D)
+    np.testing.assert_allclose(left.numpy(), right.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_ops_refuse_mixed_devices():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ember.kron(ember.ones(2, 3), ember.ones(2, 3, device="testdev"))

@@ -11,6 +11,7 @@ import torch
 import ember
 from ember.ops import reduce as ember_reduce
 from opinfo.core import to_pair, ember_to_numpy
+from torch_compare import compare, compare_error
 
 
 def pair(values, dtype="float64", requires_grad=False, device="cpu"):
@@ -337,3 +338,35 @@ def test_legacy_var_signatures():
     assert_matches(ember.std(e, 1, False, True), torch.std(t, 1, False, True))
     assert_matches(ember.var(e, 0, unbiased=True), torch.var(t, 0, unbiased=True))
     assert_matches(ember.std(e, (0, 1), correction=0), torch.std(t, (0, 1), correction=0))
+
+
+# ---- aminmax, nansum, nanmean --------------------------------------------------------------------
+
+def test_aminmax_named_result():
+    mm = ember.aminmax(ember.tensor([[3.0, -5.0], [1.0, 2.0]]), dim=1)
+    assert mm.min.tolist() == [-5.0, 1.0] and mm.max.tolist() == [3.0, 2.0]
+    assert ember.return_types.aminmax is type(mm)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.aminmax(lib.zeros(0)),
+    lambda lib: lib.aminmax(lib.zeros(0, 2), dim=0),
+])
+def test_errors_match_torch(fn):
+    compare_error(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.nansum(lib.tensor([[1.0, math.nan], [2, 3]]), 1),
+    lambda lib: lib.nanmean(lib.tensor([[1.0, math.nan], [2, 3]]), 1, keepdim=True),
+    lambda lib: lib.nanmean(lib.tensor([1.0, math.nan, 2.0]), dtype=lib.float64),
+])
+def test_existing_ops_match_torch(fn):
+    compare(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.nanmean(lib.tensor([1, 2])),
+])
+def test_existing_ops_errors_match_torch(fn):
+    compare_error(fn)

@@ -28,26 +28,29 @@ _METHODS = [
     "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
     "isclose", "allclose", "equal", "negative", "absolute", "arcsin", "arccos", "arctan",
     "arcsinh", "arccosh", "arctanh", "fix", "positive", "round", "logit", "clamp", "clip",
-    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy", "square",
+    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy", "square", "copysign", "logaddexp",
+    "logaddexp2", "sgn", "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp",
+    "frexp", "float_power_",
     *_UNARY,
     # reductions
     "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
     "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
-    "softmax", "log_softmax",
+    "softmax", "log_softmax", "aminmax",
     # shape
     "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
     "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
     "expand", "expand_as", "broadcast_to", "sum_to_size", "narrow", "select", "diagonal",
     "unbind", "split", "tensor_split", "chunk", "hsplit", "vsplit", "clone", "contiguous",
     "flip", "fliplr", "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu",
-    "diag", "diag_embed", "diagflat",
+    "diag", "diag_embed", "diagflat", "rot90", "ravel",
     # indexing
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
     "masked_fill", "masked_select", "take_along_dim", "take", "nonzero", "argwhere", "sort",
-    "argsort", "msort", "topk",
+    "argsort", "msort", "topk", "scatter_reduce", "index_fill", "index_copy", "put",
+    "masked_scatter",
     # matrix products
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
-    "baddbmm", "addbmm",
+    "baddbmm", "addbmm", "kron",
     # creation / conversion
     "new", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
     "bernoulli", "multinomial",
@@ -136,7 +139,9 @@ _INPLACE = [
     "multiply", "subtract", "divide", "xlogy", "relu",
     "addbmm", "addmm", "addmv", "baddbmm", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctanh", "arctan2", "bitwise_left_shift", "bitwise_right_shift", "fix", "greater",
-    "greater_equal", "less", "less_equal", "not_equal",
+    "greater_equal", "less", "less_equal", "not_equal", "copysign", "sgn", "heaviside",
+    "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp", "scatter_reduce", "index_fill",
+    "index_copy", "put", "masked_scatter",
     *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
 ]
 for _name in _INPLACE:
@@ -151,8 +156,8 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
 # ``INPLACE`` (bound here as ``name_``); a family not written yet is skipped.
 from .._submodules import import_module_if_present as _import_if_present
 
-for _family in ("sorting", "special", "spectral", "complex", "cumulative", "extra",
-                "linalg", "tensor_api"):
+for _family in ("sorting", "special", "spectral", "complex", "cumulative", "linalg",
+                "tensor_api"):
     _module = _import_if_present(f"{__name__}.{_family}")
     if _module is None:
         continue

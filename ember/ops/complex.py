@@ -26,8 +26,8 @@ __all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_phys
 METHODS = ["conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg",
            "angle", "adjoint"]
 INPLACE = ["conj_physical"]
-# ``sgn`` is exported by ops/extra.py; the complex one here (with its backward) serves ``abs``'s
-# backward and is what extra's ``sgn`` should use for complex inputs.
+# ``sgn`` is exported by ops/elementwise.py; the complex one here (with its backward) serves
+# ``abs``'s backward and is what elementwise's ``sgn`` uses for complex inputs.
 
 _COMPLEX_OF = {dt.float32: dt.complex64, dt.float64: dt.complex128}
 

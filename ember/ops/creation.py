@@ -3,6 +3,7 @@ between dtypes and devices (``to``)."""
 import builtins
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -482,6 +483,53 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None)
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return tensor(s, dtype=dtype or dt.get_default_dtype(), device=device,
                   requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrices of powers and of triangle indices (vander, tril_indices, triu_indices)
+# ---------------------------------------------------------------------------------------------
+
+def vander(x, N=None, increasing=False):
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else operator.index(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    result_dtype = dt.promote_types(x._dtype, dt.int64)
+    rows = x.shape[0]
+    ones = x.new_ones((rows, builtins.min(n, 1)), dtype=result_dtype)
+    if n > 1:
+        from .shape import cat
+        # Powers as a running product, as PyTorch builds them (the same rounding and a
+        # gradient that is defined at 0).
+        powers = x.to(result_dtype).unsqueeze(1).expand(rows, n - 1).cumprod(1)
+        result = cat([ones, powers], 1)
+    else:
+        result = ones
+    return result if increasing else result.flip(1)
+
+
+def _tri_indices(name, row, col, offset, dtype, device, lower):
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    dtype = dt.int64 if dtype is None else dt.check_dtype(dtype, name)
+    if dtype not in (dt.int64, dt.int32):
+        raise _not_implemented(name, dtype)
+    maker = np.tril_indices if lower else np.triu_indices
+    rows, cols = maker(row, offset, col)
+    values = np.stack([rows, cols]).astype(dtype.np) if row and col else np.zeros((2, 0), dtype.np)
+    dev = resolve_device(device)
+    return _finish(_to_backend(values, dev), dtype, dev, False)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+    return _tri_indices("tril_indices", row, col, offset, dtype, device, True)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False):
+    return _tri_indices("triu_indices", row, col, offset, dtype, device, False)
 
 
 # ---------------------------------------------------------------------------------------------

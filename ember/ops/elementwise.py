@@ -11,6 +11,8 @@ import math
 
 from .. import _dtype as dt
 from .._layout import strided as _STRIDED
+from .. import return_types
+from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
@@ -1255,6 +1257,244 @@ def _maybe_out(res, out):
         return res
     from .inplace import copy_into_out
     return copy_into_out(out, res)
+
+
+# ---------------------------------------------------------------------------------------------
+# Signs, log-sum-exp, angle units, gcd/lcm and float representation (nextafter, ldexp, frexp)
+# ---------------------------------------------------------------------------------------------
+
+_frexp_result = return_types.frexp
+
+
+def _require_tensor(fn_name, arg_name, position, value):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fn_name}(): argument '{arg_name}' (position {position}) must be "
+                        f"Tensor, not {type(value).__name__}")
+
+
+
+class CopysignBackward0(Node):
+    """d/d input of |input| * sign(other) is result / input (0 where input is 0); the sign
+    argument gets no gradient."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, result = self.saved_tensors
+        zero = x == 0
+        ratio = (result / x.masked_fill(zero, 1)).masked_fill(zero, 0)
+        # The sign argument's gradient is zero almost everywhere: PyTorch returns zeros.
+        if len(self._edges) == 1:
+            return (grad * ratio,)
+        g_other = grad.new_zeros(self._in_meta[1][0]) if self._edges[1] is not None else None
+        return grad * ratio, g_other
+
+
+class CopysignBackward1(CopysignBackward0):
+    """``copysign`` with a number sign: one edge, to the input."""
+    __slots__ = ()
+
+
+def copysign(input, other):
+    like, a, b, rt = _operands(input, other)
+    rt = to_float_dtype(rt)
+    xp = like._backend.xp
+    data = xp.copysign(_opmath(cast(a, rt), rt), b if not hasattr(b, "dtype") else _opmath(cast(b, rt), rt))
+    res = _wrap(cast(xp.asarray(data), rt), rt, like)
+    if isinstance(input, Tensor) and needs_grad(input):
+        if isinstance(other, Tensor):
+            record(CopysignBackward0, (input, other), res, save=(input,), save_out=True)
+        else:
+            record(CopysignBackward1, (input,), res, save=(input,), save_out=True)
+    return res
+
+
+class LogaddexpBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        a, b = self.saved_tensors
+        exp = (lambda t: t.exp2()) if self.base2 else (lambda t: t.exp())
+        ga = grad / (exp(b - a) + 1) if self._edges[0] is not None else None
+        gb = grad / (exp(a - b) + 1) if self._edges[1] is not None else None
+        return ga, gb
+
+
+class Logaddexp2Backward0(LogaddexpBackward0):
+    __slots__ = ()
+
+
+def _logaddexp(input, other, base2):
+    name = "logaddexp2" if base2 else "logaddexp"
+    _require_tensor(name, "other", 2, other)
+    a, b, rt = binary_operands(input, other)
+    if rt._kind < 2:
+        raise _not_implemented(f"{name}_cpu", rt)
+    xp = input._backend.xp
+    ufunc = xp.logaddexp2 if base2 else xp.logaddexp
+    res = _wrap(cast(xp.asarray(ufunc(_opmath(a, rt), _opmath(b, rt))), rt), rt, input)
+    if needs_grad(input, other):
+        record(Logaddexp2Backward0 if base2 else LogaddexpBackward0, (input, other), res,
+               save=(input, other), base2=base2)
+    return res
+
+
+def logaddexp(input, other):
+    return _logaddexp(input, other, False)
+
+
+def logaddexp2(input, other):
+    return _logaddexp(input, other, True)
+
+
+class SgnBackward0(Node):
+    """sgn is piecewise constant on real inputs."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad.new_zeros(grad.shape)
+
+
+def sgn(input):
+    """sign for real inputs; z / |z| (0 at 0) for complex ones."""
+    d = input._dtype
+    data = input._data
+    xp = input._backend.xp
+    if d is dt.bool:
+        return _wrap(data.copy(), d, input)
+    if d._kind == 3:  # the complex family's sgn, which carries the complex gradient
+        return _complex_sgn(input)
+    res = _wrap(xp.sign(data), d, input)
+    if needs_grad(input):
+        record(SgnBackward0, (input,), res)
+    return res
+
+
+def heaviside(input, values):
+    _require_tensor("heaviside", "values", 2, values)
+    if values._device is not input._device:
+        raise device_mismatch(input, values)
+    if input._dtype is not values._dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    xp = input._backend.xp
+    x = input._data
+    # PyTorch's kernel: values where x == 0, else (x > 0), so NaN maps to 0 (not NaN as NumPy).
+    out = xp.where(x == 0, values._data, (x > 0).astype(x.dtype))
+    res = _wrap(out.astype(x.dtype, copy=False), input._dtype, input)
+    if needs_grad(input, values):
+        record(NotImplementedBackward, (input, values), res, op="heaviside")
+    return res
+
+
+class Deg2RadBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (grad * self.factor,)
+
+
+class Rad2DegBackward0(Deg2RadBackward0):
+    __slots__ = ()
+
+
+def _angle_units(input, factor, node):
+    x = input if input._dtype._kind >= 2 else input.to(dt.get_default_dtype())
+    with no_grad():
+        res = x * factor
+    if needs_grad(x):
+        record(node, (x,), res, factor=factor)
+    return res
+
+
+def deg2rad(input):
+    return _angle_units(input, math.pi / 180.0, Deg2RadBackward0)
+
+
+def rad2deg(input):
+    return _angle_units(input, 180.0 / math.pi, Rad2DegBackward0)
+
+
+def _integer_binary(name, input, other):
+    _require_tensor(name, "other", 2, other)
+    a, b, rt = binary_operands(input, other)
+    if rt._kind != 1:
+        raise _not_implemented(f"{name}_cpu", rt)
+    xp = input._backend.xp
+    return _wrap(cast(xp.asarray(getattr(xp, name)(a, b)), rt), rt, input)
+
+
+def gcd(input, other):
+    return _integer_binary("gcd", input, other)
+
+
+def lcm(input, other):
+    return _integer_binary("lcm", input, other)
+
+
+def float_power_(input, exponent):
+    """In place, so only a double (or complex double) base can hold the double result."""
+    if input._dtype not in (dt.float64, dt.complex128):
+        raise RuntimeError(f"the base given to float_power_ has dtype {dtype_name(input._dtype)} "
+                           "but the operation's result requires dtype Double")
+    from .inplace import inplace
+    return inplace(input, float_power, exponent)
+
+
+class NextafterBackward0(Node):
+    """PyTorch passes the gradient straight through to ``input`` (the step is negligible)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        g_other = grad.new_zeros(self._in_meta[1][0]) if self._edges[1] is not None else None
+        return grad, g_other
+
+
+def nextafter(input, other):
+    _require_tensor("nextafter", "other", 2, other)
+    a, b, rt = binary_operands(input, other)
+    if rt._kind != 2:
+        raise _not_implemented("nextafter_cpu", rt)
+    xp = input._backend.xp
+    res = _wrap(cast(xp.asarray(xp.nextafter(a, b)), rt), rt, input)
+    if needs_grad(input, other):
+        record(NextafterBackward0, (input, other), res)
+    return res
+
+
+def ldexp(input, other):
+    """``input * 2 ** other``, in the float type of the two (integers become the default float)."""
+    _require_tensor("ldexp", "other", 2, other)
+    rt = to_float_dtype(dt.result_type(input, other))
+    return record_composite(LdexpBackward0, (input, other),
+                            lambda input, other: input.to(rt) * other.to(rt).exp2())
+
+
+class LdexpBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class FrexpBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (exponent,) = self.saved_tensors
+        return grad / exponent.to(grad.dtype).exp2()
+
+
+def frexp(input):
+    if input._dtype._kind != 2:
+        raise RuntimeError("ember.frexp() only supports floating-point dtypes")
+    xp = input._backend.xp
+    data = input._data
+    # NumPy's frexp has no bfloat16 loop; float32 holds every bfloat16 exactly, and a mantissa
+    # in [0.5, 1) keeps the input's significant bits, so rounding back is exact.
+    work = data.astype(dt.float32.np) if input._dtype is dt.bfloat16 else data
+    mantissa, exponent = xp.frexp(work)
+    mantissa_t = _wrap(mantissa.astype(data.dtype, copy=False), input._dtype, input)
+    exponent_t = _wrap(exponent.astype(dt.int32.np, copy=False), dt.int32, input)
+    if needs_grad(input):
+        record(FrexpBackward0, (input,), mantissa_t, save=(exponent_t,))
+    return _frexp_result((mantissa_t, exponent_t))
+
 
 
 # ---------------------------------------------------------------------------------------------

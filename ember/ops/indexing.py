@@ -2,15 +2,17 @@
 masks, nonzero and sorting. Basic indexing (ints, slices, None, ...) returns views; tensor and
 list indices follow NumPy's advanced-indexing rules, which PyTorch shares."""
 import builtins
+import math
 import operator
 
-from numpy import generic as _np_generic
+from numpy import generic as _np_generic, iinfo as _np_iinfo
 
 from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dim, device_mismatch, cast, \
     dtype_name, wrap_dim_no_scalar, checked_int_scalar
 from .shape import make_view, SliceBackward0, SelectBackward0, UnsqueezeBackward0, \
-    scatter_into_view
+    scatter_into_view, cat, broadcast_shapes
+from .elementwise import where, _not_implemented, _require_tensor
 from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 
@@ -886,7 +888,6 @@ class MaskedSelectBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
-        from .extra import masked_scatter
         return (masked_scatter(grad.new_zeros(self.shape), self.mask, grad),)
 
 
@@ -902,7 +903,6 @@ def take_along_dim(input, indices, dim=None):
     shape_idx = list(indices.shape)
     shape_in[d] = 1
     shape_idx[d] = 1
-    from .shape import broadcast_shapes
     b = list(broadcast_shapes(shape_in, shape_idx))
     bi = b.copy()
     bi[d] = input.shape[d]
@@ -948,6 +948,352 @@ def nonzero(input, *, as_tuple=False):
 
 def argwhere(input):
     return nonzero(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# Index writes: index_fill, index_copy, put, masked_scatter, scatter_reduce
+# ---------------------------------------------------------------------------------------------
+
+def _dim_slices(d, index):
+    return (slice(None),) * d + (index,)
+
+
+def _dim_index(input, dim, index, name, expected_error, wrap_negative):
+    """``dim`` wrapped and ``index``'s array checked as PyTorch's index_fill/index_copy do."""
+    if index._device is not input._device:
+        raise device_mismatch(input, index)
+    if index._dtype is not dt.int64:
+        raise expected_error
+    if index.ndim > 1:
+        if name == "index_fill_":
+            raise RuntimeError("Index has to be a vector/scalar")
+        raise IndexError(f"{name}(): Index should have dimension 1 or 0 (got {index.ndim})")
+    nd = input.ndim
+    d = wrap_dim(dim, nd)
+    size = input.shape[d] if nd else 1
+    idx = index._data.reshape(-1)
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        bad = hi if hi >= size else (lo if lo < (-size if wrap_negative else 0) else None)
+        if bad is not None:
+            prefix = "" if name == "index_fill_" else f"{name}(): "
+            raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {d} with size "
+                             f"{size}")
+    if wrap_negative:
+        idx = input._backend.xp.where(idx < 0, idx + size, idx)
+    return d, idx
+
+
+class IndexFillBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        d = self.dim
+        g_self = grad.index_fill(d, index, 0) if self._edges[0] is not None else None
+        g_value = None
+        if len(self._edges) > 1 and self._edges[1] is not None:
+            # A position listed twice is filled once: it counts once towards the value's grad.
+            unique = _wrap(grad._backend.xp.unique(index._data), dt.int64, index)
+            g_value = grad.index_select(d, unique).sum() if grad.ndim else grad.sum()
+        return (g_self, g_value)[:len(self._edges)]
+
+
+class IndexFillBackward1(IndexFillBackward0):
+    """``index_fill`` with a 0-d tensor value (edges: input, value); filling a number has
+    the one edge to the input."""
+    __slots__ = ()
+
+
+def index_fill(input, dim, index, value):
+    d, idx = _dim_index(input, dim, index, "index_fill_",
+                        IndexError("index_fill_(): Expected dtype int64 for index."), True)
+    vt = value if isinstance(value, Tensor) else None
+    if vt is not None:
+        if vt.ndim != 0:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {vt.ndim} dimension(s).")
+        if vt._device is not input._device:
+            raise device_mismatch(input, vt)
+        fill = vt._data.astype(input._data.dtype)
+    else:
+        fill = _fill_value(input._backend.xp, value, input._data.dtype)
+    data = input._data.copy()
+    if data.ndim == 0:
+        if idx.size:
+            data[...] = fill
+    else:
+        data[_dim_slices(d, idx)] = fill
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input, vt):
+        node, inputs = ((IndexFillBackward0, (input,)) if vt is None
+                        else (IndexFillBackward1, (input, vt)))
+        record(node, inputs, res, save=(_wrap(idx, dt.int64, index),), dim=d)
+    return res
+
+
+class IndexCopyBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        d = self.dim
+        g_self = grad.index_fill(d, index, 0) if self._edges[0] is not None else None
+        g_source = None
+        if self._edges[1] is not None:
+            g_source = (grad.index_select(d, index) if grad.ndim else grad).reshape(self.source_shape)
+        return g_self, g_source
+
+
+def index_copy(input, dim, index, source):
+    d, idx = _dim_index(input, dim, index, "index_copy_", RuntimeError(
+        f"index_copy_(): Expected a long tensor for index, but got {dtype_name(index._dtype)}"),
+        False)
+    if source._device is not input._device:
+        raise device_mismatch(input, source)
+    if source._dtype is not input._dtype:
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "
+                           f"got (self) {dtype_name(input._dtype)} and (source) "
+                           f"{dtype_name(source._dtype)}")
+    if source.ndim != input.ndim and source.ndim and input.ndim:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.ndim}), "
+                         f"destination dimensionality ({input.ndim})")
+    source_len = source.shape[d] if source.ndim else 1
+    if idx.size != source_len:
+        raise IndexError(f"index_copy_(): Number of indices ({idx.size}) should be equal to "
+                         f"source.size(dim) ({source_len})")
+    for k in range(input.ndim):
+        if k != d and source.ndim and source.shape[k] != input.shape[k]:
+            raise RuntimeError("index_copy_(): Source/destination tensor must have same slice "
+                               f"shapes. Destination slice shape: {input.shape[k]} at dimension "
+                               f"{k} and source slice shape: {source.shape[k]} at dimension {k}.")
+    data = input._data.copy()
+    if data.ndim == 0:
+        data[...] = source._data.reshape(())
+    else:
+        data[_dim_slices(d, idx)] = source._data.reshape(
+            tuple(source.shape) if source.ndim else (1,) * data.ndim)
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input, source):
+        record(IndexCopyBackward0, (input, source), res, save=(_wrap(idx, dt.int64, index),),
+               dim=d, source_shape=tuple(source.shape))
+    return res
+
+
+class PutBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (index,) = self.saved_tensors
+        g_self = g_source = None
+        if self._edges[0] is not None:
+            g_self = grad if self.accumulate else grad.put(
+                index, grad.new_zeros(tuple(index.shape)))
+        if self._edges[1] is not None:
+            g_source = grad.reshape(-1).index_select(0, index.reshape(-1)).reshape(self.source_shape)
+        return g_self, g_source
+
+
+def put(input, index, source, accumulate=False):
+    if index._dtype is not dt.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{dtype_name(index._dtype)}")
+    if source._dtype is not input._dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {dtype_name(input._dtype)} and source.dtype = "
+                           f"{dtype_name(source._dtype)}")
+    for t in (index, source):
+        if t._device is not input._device:
+            raise device_mismatch(input, t)
+    if source.numel() != index.numel():
+        raise IndexError("put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                         f"{index.numel()}")
+    numel = input.numel()
+    idx = index._data.reshape(-1)
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if hi >= numel or lo < -numel:
+            bad = hi if hi >= numel else lo
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} "
+                             "elements.")
+    xp = input._backend.xp
+    idx = xp.where(idx < 0, idx + numel, idx)
+    flat = input._data.reshape(-1).copy()
+    values = source._data.reshape(-1)
+    if accumulate:
+        input._backend.index_add(flat, (idx,), values)
+    else:
+        flat[idx] = values
+    res = _wrap(flat.reshape(input._data.shape), input._dtype, input)
+    if needs_grad(input, source):
+        record(PutBackward0, (input, source), res, save=(_wrap(idx, dt.int64, index),),
+               accumulate=accumulate, source_shape=tuple(source.shape))
+    return res
+
+
+class MaskedScatterBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, grad):
+        (mask,) = self.saved_tensors
+        g_self = grad.masked_fill(mask, 0) if self._edges[0] is not None else None
+        g_source = None
+        if self._edges[1] is not None:
+            taken = grad.masked_select(mask)
+            numel = math.prod(self.source_shape)
+            if taken.numel() < numel:
+                taken = cat([taken, taken.new_zeros((numel - taken.numel(),))])
+            g_source = taken.reshape(self.source_shape)
+        return g_self, g_source
+
+
+def masked_scatter(input, mask, source):
+    if mask._dtype is not dt.bool:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{dtype_name(mask._dtype)}")
+    if source._dtype is not input._dtype:
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
+                           f"{dtype_name(input._dtype)} and {dtype_name(source._dtype)}")
+    for t in (mask, source):
+        if t._device is not input._device:
+            raise device_mismatch(input, t)
+    xp = input._backend.xp
+    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    data = xp.broadcast_to(input._data, shape).copy()
+    m = xp.broadcast_to(mask._data, shape)
+    count = int(m.sum())
+    if count > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    data[m] = source._data.reshape(-1)[:count]
+    res = _wrap(data, input._dtype, input)
+    if needs_grad(input, source):
+        record(MaskedScatterBackward0, (input, source), res,
+               save=(_wrap(m, dt.bool, mask),), source_shape=tuple(source.shape))
+    return res
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+_REDUCTION_ALIASES = {"max": "amax", "min": "amin"}  # accepted by PyTorch, though undocumented
+
+
+def _identity(reduce, np_dtype):
+    """What an element starts from when ``include_self=False`` (overwritten by the reduction)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if np_dtype.kind == "b":
+        return reduce == "amin"
+    if np_dtype.kind in "iu":
+        info = _np_iinfo(np_dtype)
+        return info.min if reduce == "amax" else info.max
+    return -math.inf if reduce == "amax" else math.inf
+
+
+class ScatterReduceBackward0(Node):
+    """PyTorch's ``scatter_reduce_backward``, rule for rule."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        x, index, src, result = self.saved_tensors
+        d, reduce, include_self = self.dim, self.reduce, self.include_self
+        if reduce == "sum":
+            g_self, g_src = grad, grad.gather(d, index)
+        elif reduce == "mean":
+            counts = (x.new_ones(x.shape) if include_self else x.new_zeros(x.shape))
+            counts = counts.scatter_add(d, index, src.new_ones(src.shape))
+            counts = counts.masked_fill(counts == 0, 1)
+            g_self = grad / counts
+            g_src = g_self.gather(d, index)
+        elif reduce == "prod":
+            self_zero = x == 0
+            masked_self = x.masked_fill(self_zero, 1)
+            masked_self_result = masked_self.scatter_reduce(d, index, src, reduce,
+                                                            include_self=include_self)
+            g_self = grad * masked_self_result / masked_self
+            src_zero = src == 0
+            zeros_per_target = x.new_zeros(x.shape).scatter_add(d, index, src_zero.to(x.dtype))
+            single_zero = src_zero & (zeros_per_target.gather(d, index) == 1)
+            masked_src_result = x.scatter_reduce(d, index, src.masked_fill(single_zero, 1), reduce,
+                                                 include_self=include_self)
+            g_src = where(single_zero, (grad * masked_src_result).gather(d, index),
+                          (grad * result).gather(d, index) / src.masked_fill(src_zero, 1))
+        else:  # amax, amin: split evenly between every element equal to the result
+            value = result.gather(d, index)
+            self_is_result = (x == result).to(grad.dtype)
+            src_is_result = (src == value).to(grad.dtype)
+            shares = self_is_result.scatter_add(d, index, src_is_result)
+            distributed = grad / shares
+            g_self = self_is_result * distributed
+            g_src = src_is_result * distributed.gather(d, index)
+        if not include_self:
+            g_self = g_self.scatter(d, index, 0)
+        if self._edges[0] is None:
+            g_self = None
+        g_src = _pad_to(g_src, self.src_shape) if self._edges[1] is not None else None
+        return g_self, g_src
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    reduce = _REDUCTION_ALIASES.get(reduce, reduce)
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    _require_tensor("scatter_reduce", "src", 4, src)
+    d = _check_index(input, dim, index, "scatter")
+    if src._device is not input._device:
+        raise device_mismatch(input, src)
+    if src._dtype is not input._dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and input._dtype is dt.bool:
+        raise _not_implemented("scatter_gather_tensor_cpu_reduce_mean", dt.bool)
+    xp = input._backend.xp
+    data = input._data.copy()
+    idx = index._data
+    if data.ndim:
+        for k in range(idx.ndim):
+            if (k != d and idx.shape[k] > data.shape[k]) or (src.ndim and idx.shape[k] > src.shape[k]):
+                raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self "
+                                   f"{list(data.shape)} apart from dimension {d} and to be no "
+                                   f"larger size than src {list(src.shape)}")
+    region = tuple(slice(0, n) for n in idx.shape)
+    src_region = src[region] if src.ndim else src
+    values = src_region._data
+    coords = _coords(xp, idx, d) if data.ndim else ()
+    if data.ndim == 0:
+        values = values.reshape(())
+        idx = idx.reshape(())
+    low = input._dtype in (dt.float16, dt.bfloat16)
+    work = data.astype(dt.float32.np) if low else data
+    vals = values.astype(dt.float32.np) if low else values
+    if not include_self:
+        work[coords] = _identity(reduce, work.dtype)
+    if reduce in ("sum", "mean"):
+        if work.dtype == bool:
+            xp.logical_or.at(work, coords, vals)
+        else:
+            input._backend.index_add(work, coords, vals)
+    elif reduce == "prod":
+        (xp.logical_and if work.dtype == bool else xp.multiply).at(work, coords, vals)
+    else:
+        (xp.maximum if reduce == "amax" else xp.minimum).at(work, coords, vals)
+    if reduce == "mean":
+        counts = xp.ones(work.shape, dtype=dt.int64.np) if include_self else \
+            xp.zeros(work.shape, dtype=dt.int64.np)
+        input._backend.index_add(counts, coords, xp.ones(idx.shape, dtype=dt.int64.np))
+        counts = xp.where(counts == 0, 1, counts)
+        if work.dtype.kind in "iub":
+            work = xp.floor_divide(work, counts).astype(work.dtype)
+        else:
+            work = (work / counts).astype(work.dtype)
+    res = _wrap(work.astype(data.dtype, copy=False), input._dtype, input)
+    if needs_grad(input, src):
+        record(ScatterReduceBackward0, (input, src), res,
+               save=(input, _wrap(idx, index._dtype, index), src_region), save_out=True, dim=d,
+               reduce=reduce, include_self=include_self, src_shape=tuple(src.shape))
+    return res
 
 
 # ---------------------------------------------------------------------------------------------

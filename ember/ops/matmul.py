@@ -11,7 +11,7 @@ from .._layout import strided as _STRIDED
 from .shape import transposed_gradient, unsafe_view, SqueezeBackward4
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
-           "baddbmm", "addbmm", "tensordot", "einsum"]
+           "baddbmm", "addbmm", "tensordot", "einsum", "kron"]
 
 
 class MmBackward0(Node):
@@ -726,3 +726,21 @@ def _prod(xs):
     for x in xs:
         n *= x
     return n
+
+
+# ---------------------------------------------------------------------------------------------
+# The Kronecker product
+# ---------------------------------------------------------------------------------------------
+
+def kron(input, other):
+    if input._device is not other._device:
+        raise device_mismatch(input, other)
+    nd = max(input.ndim, other.ndim)
+    a_shape = (1,) * (nd - input.ndim) + tuple(input.shape)
+    b_shape = (1,) * (nd - other.ndim) + tuple(other.shape)
+    # a[i1, i2, ...] * b[j1, j2, ...] laid out as (i1, j1, i2, j2, ...): one broadcast product,
+    # between ATen's _unsafe_view reshapes (its graph).
+    a = unsafe_view(input, tuple(x for s in a_shape for x in (s, 1)))
+    b = unsafe_view(other, tuple(x for s in b_shape for x in (1, s)))
+    product = a * b
+    return unsafe_view(product, tuple(p * q for p, q in zip(a_shape, b_shape)))

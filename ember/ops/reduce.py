@@ -19,7 +19,8 @@ from .. import return_types
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
-           "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "return_types"]
+           "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "return_types",
+           "aminmax"]
 
 _LOW = (dt.float16, dt.bfloat16)
 
@@ -30,6 +31,7 @@ _LOW = (dt.float16, dt.bfloat16)
 
 _max_result, _min_result = return_types.max, return_types.min
 _sort_result, _topk_result = return_types.sort, return_types.topk
+_aminmax_result = return_types.aminmax
 
 
 # ---------------------------------------------------------------------------------------------
@@ -769,3 +771,30 @@ def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     return _softmax_common(input, dim, dtype, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# aminmax: amin and amax in one call
+# ---------------------------------------------------------------------------------------------
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is not None:
+        d = wrap_dim(dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    elif input.numel() == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None:
+        if keepdim:
+            axes = tuple(range(input.ndim))
+            pair = amin(input, axes, True), amax(input, axes, True)
+        else:
+            pair = amin(input), amax(input)
+    else:
+        pair = amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return _aminmax_result(record_pair(AminmaxBackward0, input, *pair))
+
+
+class AminmaxBackward0(PairBackward):
+    __slots__ = ()

@@ -11,7 +11,7 @@ from .._layout import strided as _STRIDED
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
                         wrap_dim_no_scalar, wrap_dims, device_mismatch)
-from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import _state as _grad_state, no_grad
 from ..autograd.graph import _type_name
 
 
@@ -1190,3 +1190,159 @@ class DiagonalBackward0_copy(CompositeBackward):  # noqa: N801 (PyTorch's diagon
 
 def diagflat(input, offset=0):
     return diag(input.reshape(-1), offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors built from several (meshgrid, cartesian_prod, combinations, block_diag), rot90, ravel
+# ---------------------------------------------------------------------------------------------
+
+def _tensor_arguments(tensors):
+    """The tensors of ``f(*tensors)``, which torch also accepts as one list: ``f([a, b])``."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0])
+    return list(tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    tensors = _tensor_arguments(tensors)
+    if indexing is None:
+        import warnings
+        warnings.warn("ember.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError("ember.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a tensor of shape {list(t.shape)}")
+        if t._dtype is not tensors[0]._dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t._device is not tensors[0]._device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    if indexing not in ("xy", "ij"):
+        raise RuntimeError(f"ember.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors[0], tensors[1] = tensors[1], tensors[0]
+    sizes = [t.numel() for t in tensors]
+    grids = []
+    for k, t in enumerate(tensors):
+        shape = [1] * len(tensors)
+        shape[k] = sizes[k]
+        grids.append(t.view(shape).expand(sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    tensors = _tensor_arguments(tensors)
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    r = operator.index(r)
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty((0,))
+    n = input.shape[0]
+    xp = input._backend.xp
+    # PyTorch's composite: the r-fold meshgrid of the input, each grid masked to the r-tuples
+    # of positions that increase (do not decrease, with replacement), stacked as columns.
+    positions = xp.indices((n,) * r, dtype=dt.int64.np)
+    keep = xp.ones((n,) * r, dtype=bool)
+    for k in range(r - 1):
+        keep &= ((positions[k] <= positions[k + 1]) if with_replacement
+                 else (positions[k] < positions[k + 1]))
+    mask = _wrap(keep, dt.bool, input)
+    columns = [grid.masked_select(mask) for grid in meshgrid([input] * r, indexing="ij")]
+    return stack(columns, 1)
+
+
+def block_diag(*tensors):
+    tensors = list(tensors)
+    matrices = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError("ember.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.ndim} dimensions")
+        if t._device is not tensors[0]._device:
+            raise device_mismatch(tensors[0], t)
+        matrices.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not matrices:
+        from .creation import empty
+        return empty((1, 0))
+    result_dtype = matrices[0]._dtype
+    for m in matrices[1:]:
+        result_dtype = dt.promote_types(result_dtype, m._dtype)
+    total_cols = builtins.sum(m.shape[1] for m in matrices)
+
+    def composition(*tensors):
+        rows, left = [], 0
+        for t in tensors:
+            m = (t.reshape(1, -1) if t.ndim < 2 else t).to(result_dtype)
+            cols = m.shape[1]
+            pieces = [m.new_zeros((m.shape[0], left)), m,
+                      m.new_zeros((m.shape[0], total_cols - left - cols))]
+            rows.append(cat(pieces, 1))
+            left += cols
+        return cat(rows, 0)
+    return record_composite(BlockDiagBackward0, tuple(tensors), composition)
+
+
+class BlockDiagBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    nd = input.ndim
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    if dims[0] == dims[1] or builtins.abs(dims[0] - dims[1]) == nd:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                           f"dim1 = {dims[1]}")
+    d0, d1 = wrap_dim(dims[0], nd), wrap_dim(dims[1], nd)
+    k = operator.index(k) % 4
+    with no_grad():
+        if k == 1:
+            res = input.flip(d1).transpose(d0, d1)
+        elif k == 2:
+            res = input.flip(d0, d1)
+        elif k == 3:
+            res = input.flip(d0).transpose(d0, d1)
+        else:
+            res = input.clone()
+        if res._base is not None:  # a transposed view of the flipped copy: not a view of input
+            res = _wrap(res._data, res._dtype, res)
+    if needs_grad(input):
+        record(Rot90Backward0, (input,), res, k=k, dims=(d0, d1))
+    return res
+
+
+class Rot90Backward0(Node):
+    """A rotation's adjoint is the opposite rotation."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return (rot90(grad, -self.k, self.dims),)
+
+
+
+def ravel(input):
+    return input.contiguous().view(-1)

@@ -6,7 +6,7 @@ on floats) the harness checks that Ember refuses it with the same exception type
 """
 import numpy as np
 
-from .core import OpInfo, standard_samples, make_array, FLOAT_DTYPES, INT_DTYPES, ALL_DTYPES
+from .core import OpInfo, Sample, standard_samples, make_array, FLOAT_DTYPES, INT_DTYPES, ALL_DTYPES
 
 UNARY_SHAPES = [((3, 4),), ((),), ((0, 3),)]
 BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3)), ((0, 3), (3,))]
@@ -78,6 +78,42 @@ def unary(name, fn=None, dtypes=ALL_DTYPES, samples=UNARY, **kwargs):
 def binary(name, fn, dtypes=ALL_DTYPES, samples=BINARY, **kwargs):
     kwargs.setdefault("gradcheck", kwargs.get("grad", True))  # no gradient, nothing to check
     return OpInfo(name, fn, samples, dtypes=dtypes, **kwargs)
+
+
+# For the rows of copysign ... frexp.
+F32_64 = ("float32", "float64")
+FEW_DTYPES = ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool")
+SIGNED_INTS = ("int64", "int32", "int16", "int8")
+
+
+def _refused(name, fn, *shapes, dtypes=("float32",)):
+    """A row whose inputs PyTorch refuses: Ember must raise the same exception type."""
+    return OpInfo(name, fn, [Sample(shapes)], dtypes=dtypes, grad=False, gradcheck=False)
+
+
+def _binary_samples():
+    return standard_samples(((3, 4), (3, 4)), ((3, 4), (4,)), ((), (3,)), ((0, 2), (2,)))
+
+
+def _with_exact_zeros(rng, shape, dtype, index):
+    """Random values where about a third are exactly zero (heaviside's special case)."""
+    arr = rng.uniform(-2, 2, size=shape)
+    arr[rng.random(shape) < 0.33] = 0.0
+    return arr if dtype in FLOAT_DTYPES else np.round(arr).astype(dtype)
+
+
+def _integers(rng, shape, dtype, index):
+    """Integers with common factors (and zeros and negatives where the dtype has them)."""
+    low = 0 if dtype == "uint8" else -30
+    return (rng.integers(low // 2, 15, size=shape) * rng.choice([1, 2, 6], size=shape)).astype(dtype)
+
+
+def _exponents(rng, shape, dtype, index):
+    # PyTorch's ldexp backward computes 2 ** exponent in the exponent's integer dtype, so its
+    # gradient is 0 for negative exponents (Ember's is the true one): only >= 0 are compared.
+    if index == 1:
+        return rng.integers(0, 5, size=shape).astype(np.int64)
+    return rng.uniform(-2, 2, size=shape)
 
 
 OPS = [
@@ -261,4 +297,51 @@ OPS = [
     binary("lerp_scalar_high", lambda lib, x, y: x.lerp(y, 0.75), dtypes=FLOAT_DTYPES),
     OpInfo("lerp_tensor", lambda lib, x, y, w: lib.lerp(x, y, w), TERNARY, dtypes=FLOAT_DTYPES,
            make_input=lambda rng, shape, dtype, i: make_array(rng, shape, dtype, (-2.0, 2.0) if i < 2 else (0.0, 1.0))),
+    # ---- signs, log-sum-exp, angle units, gcd/lcm, float representation -----------------------
+    OpInfo("copysign", lambda lib, a, b: lib.copysign(a, b), _binary_samples(),
+           dtypes=FEW_DTYPES + ("float16",)),
+    OpInfo("copysign_scalar", lambda lib, a: a.copysign(-1.5), standard_samples(((3, 4),)),
+           dtypes=("float32", "float64", "int64")),
+    OpInfo("copysign_", lambda lib, a, b: (a * 1).copysign_(b), [Sample(((3, 4), (4,)))],
+           dtypes=F32_64),
+    OpInfo("logaddexp", lambda lib, a, b: lib.logaddexp(a, b), _binary_samples(),
+           dtypes=("float32", "float64", "float16", "bfloat16"), domain=(-20, 20)),
+    OpInfo("logaddexp2", lambda lib, a, b: a.logaddexp2(b), _binary_samples(),
+           dtypes=("float32", "float64", "float16", "bfloat16"), domain=(-20, 20)),
+    _refused("logaddexp_int", lambda lib, a, b: lib.logaddexp(a, b), (3,), (3,), dtypes=("int64",)),
+    _refused("logaddexp_scalar", lambda lib, a: lib.logaddexp(a, 1.0), (3,)),
+    # PyTorch's gradient of sgn is a ZeroTensor the harness cannot read:
+    # tests/test_elementwise_extra.py checks Ember's zeros.
+    OpInfo("sgn", lambda lib, x: lib.sgn(x), standard_samples(((3, 4),), ((),), ((0,),)),
+           dtypes=ALL_DTYPES, make_input=_with_exact_zeros, grad=False, gradcheck=False),
+    OpInfo("sgn_", lambda lib, x: (x * 1).sgn_(), [Sample(((3, 4),))], dtypes=F32_64, grad=False),
+    OpInfo("heaviside", lambda lib, x, v: lib.heaviside(x, v), _binary_samples(),
+           dtypes=("float32", "float64", "int64", "uint8", "bool"), grad=False, gradcheck=False,
+           make_input=_with_exact_zeros),
+    _refused("heaviside_dtypes", lambda lib, x, v: lib.heaviside(x, v.double()), (3,), (3,)),
+    OpInfo("deg2rad", lambda lib, x: lib.deg2rad(x), standard_samples(((3, 4),), ((),)),
+           dtypes=ALL_DTYPES, domain=(-360, 360)),
+    OpInfo("rad2deg", lambda lib, x: x.rad2deg(), standard_samples(((3, 4),), ((),)),
+           dtypes=ALL_DTYPES),
+    OpInfo("deg2rad_", lambda lib, x: (x * 1).deg2rad_(), [Sample(((3, 4),))], dtypes=F32_64),
+    OpInfo("gcd", lambda lib, a, b: lib.gcd(a, b), _binary_samples(),
+           dtypes=INT_DTYPES, make_input=_integers, grad=False, gradcheck=False),
+    OpInfo("lcm", lambda lib, a, b: a.lcm(b), _binary_samples(), dtypes=SIGNED_INTS,
+           grad=False, gradcheck=False),
+    _refused("gcd_float", lambda lib, a, b: lib.gcd(a, b), (3,), (3,)),
+    OpInfo("nextafter", lambda lib, a, b: lib.nextafter(a, b), _binary_samples(),
+           dtypes=("float32", "float64", "float16", "bfloat16"), gradcheck=False),
+    _refused("nextafter_int", lambda lib, a, b: lib.nextafter(a, b), (3,), (3,), dtypes=("int64",)),
+    OpInfo("ldexp", lambda lib, x, e: lib.ldexp(x, e),
+           standard_samples(((3, 4), (3, 4)), ((3, 4), (4,)), ((), ())),
+           dtypes=("float32", "float64", "float16", "bfloat16"), make_input=_exponents),
+    OpInfo("ldexp_ints", lambda lib, x, e: x.ldexp(e), [Sample(((3, 4), (4,)))],
+           dtypes=("int64", "int32")),
+    OpInfo("frexp", lambda lib, x: lib.frexp(x),
+           standard_samples(((3, 4),), ((),), ((0,),)), dtypes=FLOAT_DTYPES, domain=(-50, 50)),
+    OpInfo("frexp_zeros", lambda lib, x: lib.frexp(x), [Sample(((3, 4),))], dtypes=FLOAT_DTYPES,
+           make_input=lambda rng, shape, dtype, index: _with_exact_zeros(rng, shape, dtype, index) * 17,
+           gradcheck=False),
+    OpInfo("frexp_method", lambda lib, x: x.frexp().mantissa, [Sample(((3, 4),))], dtypes=F32_64),
+    _refused("frexp_int", lambda lib, x: lib.frexp(x), (3,), dtypes=("int64",)),
 ]

@@ -1,6 +1,7 @@
 """Rows for indexing: ``x[key]`` in all its forms, gather/scatter, index_select/index_add, masks,
 nonzero and sorting. Index tensors are built inside each row on the input's device."""
 from .core import OpInfo, Sample, standard_samples, ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
+from .ops_reduce import distinct_values, with_zeros
 
 
 def _on(lib, like, data, dtype=None):
@@ -27,6 +28,26 @@ IDX_SCATTER = [[0, 2, 1, 1], [2, 0, 0, 2]]         # no (row, column) written tw
 
 def _samples(*shape_sets):
     return standard_samples(*shape_sets)
+
+
+# For the rows of index_fill ... scatter_reduce.
+F32 = ("float32",)
+F32_64 = ("float32", "float64")
+FEW_DTYPES = ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool")
+
+# Scatter rows: (3, 4) self, (2, 4) index into dim 0 (repeated targets), (2, 5) src.
+IDX_REDUCE = [[0, 2, 1, 0], [0, 2, 2, 1]]
+
+
+def _scatter_reduce_row(reduce, include_self, make_input=distinct_values):
+    def fn(lib, x, src):
+        return x.scatter_reduce(0, _on(lib, x, IDX_REDUCE), src, reduce, include_self=include_self)
+    name = f"scatter_reduce_{reduce}{'' if include_self else '_exclude_self'}"
+    dtypes = ("float32", "float64", "int64", "float16") if reduce != "mean" else \
+        ("float32", "float64", "int64", "int32")
+    # src as large as index: PyTorch's backward refuses a larger src (tested forward-only below).
+    return OpInfo(name, fn, [Sample(((3, 4), (2, 4))), Sample(((3, 4), (2, 4)), noncontig=True)],
+                  dtypes=dtypes, make_input=make_input)
 
 
 def _sort_input(rng, shape, dtype, index):
@@ -229,4 +250,83 @@ OPS = [
     OpInfo("topk_zero", lambda lib, x: x.topk(0), _samples(S34), make_input=_sort_input),
     OpInfo("topk_0d", lambda lib, x: x.topk(1), _samples(((),)), make_input=_sort_input),
     _refused("topk_too_many", lambda lib, x: x.topk(5), S34),
+    # ---- index writes ---------------------------------------------------------------------------
+    OpInfo("index_fill", lambda lib, x: x.index_fill(1, _on(lib, x, [2, 0, -1]), -1.5),
+           standard_samples(((3, 4),)), dtypes=FEW_DTYPES),
+    OpInfo("index_fill_tensor_value",
+           lambda lib, x, v: lib.index_fill(x, 0, _on(lib, x, [1, 1]), v),
+           [Sample(((3, 4), ())), Sample(((3, 4), ()), noncontig=True)], dtypes=F32_64),
+    OpInfo("index_fill_0d", lambda lib, x: x.index_fill(0, _on(lib, x, [0]), 2.0),
+           [Sample(((),))], dtypes=F32_64),
+    OpInfo("index_fill_", lambda lib, x: (x * 1).index_fill_(0, _on(lib, x, [2]), 0.5),
+           [Sample(((3, 4),))], dtypes=F32_64),
+    _refused("index_fill_int32_index",
+             lambda lib, x: x.index_fill(0, _on(lib, x, [0], lib.int32), 1.0),
+             ((3, 4),), dtypes=F32),
+    _refused("index_fill_out_of_bounds", lambda lib, x: x.index_fill(0, _on(lib, x, [3]), 1.0),
+             ((3, 4),), dtypes=F32),
+    _refused("index_fill_2d_index", lambda lib, x: x.index_fill(0, _on(lib, x, [[0]]), 1.0),
+             ((3, 4),), dtypes=F32),
+    _refused("index_fill_1d_value", lambda lib, x, v: x.index_fill(0, _on(lib, x, [0]), v),
+             ((3, 4), (1,)), dtypes=F32),
+    OpInfo("index_copy", lambda lib, x, s: x.index_copy(1, _on(lib, x, [3, 0]), s),
+           standard_samples(((3, 4), (3, 2))), dtypes=FEW_DTYPES),
+    OpInfo("index_copy_top", lambda lib, x, s: lib.index_copy(x, 0, _on(lib, x, [2, 0]), s),
+           [Sample(((3, 4), (2, 4)))], dtypes=F32_64),
+    OpInfo("index_copy_", lambda lib, x, s: (x * 1).index_copy_(0, _on(lib, x, [1]), s),
+           [Sample(((3, 4), (1, 4)))], dtypes=F32_64),
+    _refused("index_copy_count", lambda lib, x, s: x.index_copy(1, _on(lib, x, [3, 0]), s),
+             ((3, 4), (3, 3)), dtypes=F32),
+    _refused("index_copy_negative", lambda lib, x, s: x.index_copy(1, _on(lib, x, [-1]), s),
+             ((3, 4), (3, 1)), dtypes=F32),
+    _refused("index_copy_dtype", lambda lib, x, s: x.index_copy(1, _on(lib, x, [0]), s.double()),
+             ((3, 4), (3, 1)), dtypes=F32),
+    _refused("index_copy_slice_shape", lambda lib, x, s: x.index_copy(1, _on(lib, x, [0]), s),
+             ((3, 4), (2, 1)), dtypes=F32),
+    OpInfo("put", lambda lib, x, s: x.put(_on(lib, x, [[0, -1], [5, 7]]), s),
+           standard_samples(((3, 4), (2, 2))), dtypes=FEW_DTYPES),
+    OpInfo("put_accumulate", lambda lib, x, s: lib.put(x, _on(lib, x, [1, 1, 0, -12]), s, True),
+           standard_samples(((3, 4), (4,))), dtypes=("float32", "float64", "int64")),
+    OpInfo("put_", lambda lib, x, s: (x * 1).put_(_on(lib, x, [2, 3]), s),
+           [Sample(((3, 4), (2,)))], dtypes=F32_64),
+    _refused("put_out_of_range", lambda lib, x, s: x.put(_on(lib, x, [12]), s),
+             ((3, 4), (1,)), dtypes=F32),
+    _refused("put_count", lambda lib, x, s: x.put(_on(lib, x, [1, 2]), s),
+             ((3, 4), (1,)), dtypes=F32),
+    _refused("put_int32_index", lambda lib, x, s: x.put(_on(lib, x, [1], lib.int32), s),
+             ((3, 4), (1,)), dtypes=F32),
+    OpInfo("masked_scatter",
+           lambda lib, x, s: x.masked_scatter(_on(lib, x, [[True, False, True, True]] * 3, lib.bool), s),
+           standard_samples(((3, 4), (12,)), ((3, 4), (3, 4))), dtypes=FEW_DTYPES),
+    OpInfo("masked_scatter_broadcast_mask",
+           lambda lib, x, s: lib.masked_scatter(x, _on(lib, x, [False, True, True, False], lib.bool), s),
+           [Sample(((3, 4), (2, 4)))], dtypes=F32_64),
+    OpInfo("masked_scatter_", lambda lib, x, s: (x * 1).masked_scatter_(x > 0, s),
+           [Sample(((3, 4), (12,)))], dtypes=F32_64),
+    _refused("masked_scatter_short_source",
+             lambda lib, x, s: x.masked_scatter(_on(lib, x, [True] * 4, lib.bool), s),
+             ((3, 4), (5,)), dtypes=F32),
+    _refused("masked_scatter_long_mask",
+             lambda lib, x, s: x.masked_scatter(_on(lib, x, [1] * 4), s),
+             ((3, 4), (12,)), dtypes=F32),
+    *[_scatter_reduce_row(r, inc) for r in ("sum", "prod", "mean", "amax", "amin")
+      for inc in (True, False)],
+    _scatter_reduce_row("prod", True, make_input=with_zeros),
+    OpInfo("scatter_reduce_larger_src", lambda lib, x, s: x.scatter_reduce(
+        1, _on(lib, x, [[0, 0], [1, 3], [2, 2]]), s, "amin", include_self=False),
+           [Sample(((3, 4), (4, 5)))], dtypes=("float32", "int64"), grad=False, gradcheck=False),
+    OpInfo("scatter_reduce_0d", lambda lib, x, s: lib.scatter_reduce(x, 0, _on(lib, x, 0), s, "amax"),
+           [Sample(((), ()))], dtypes=F32_64),
+    OpInfo("scatter_reduce_", lambda lib, x, s: (x * 1).scatter_reduce_(
+        1, _on(lib, x, [[0, 0], [1, 0], [2, 2]]), s, "mean", include_self=False),
+           [Sample(((3, 4), (3, 2)))], dtypes=F32_64),
+    _refused("scatter_reduce_unknown",
+             lambda lib, x, s: x.scatter_reduce(0, _on(lib, x, [[0]]), s, "add"),
+             ((3, 4), (2, 5)), dtypes=F32),
+    _refused("scatter_reduce_dtype",
+             lambda lib, x, s: x.scatter_reduce(0, _on(lib, x, [[0]]), s.double(), "sum"),
+             ((3, 4), (2, 5)), dtypes=F32),
+    _refused("scatter_reduce_out_of_bounds",
+             lambda lib, x, s: x.scatter_reduce(0, _on(lib, x, [[3]]), s, "sum"),
+             ((3, 4), (2, 5)), dtypes=F32),
 ]

@@ -4,6 +4,9 @@ only), where Ember must raise the same exception type."""
 from .core import OpInfo, Sample, standard_samples
 
 INT_AND_FLOAT = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
+# For the rows of kron.
+F32_64 = ("float32", "float64")
+FEW_DTYPES = ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool")
 
 
 def _errors(name, fn, *shape_sets, dtypes=("float32",)):
@@ -152,4 +155,11 @@ OPS = [
            [Sample(((2, 3, 4), (5, 2)), {"dims": ([1], [1])}),
             Sample(((2, 3), (4, 5)), {"dims": -1})],
            grad=False, gradcheck=False),
+    # ---- the Kronecker product ------------------------------------------------------------------
+    OpInfo("kron", lambda lib, a, b: lib.kron(a, b),
+           standard_samples(((2, 3), (3, 2)), ((2,), (3, 4)), ((), (3,)), ((2, 1, 2), (3, 2)),
+                            ((0, 2), (2, 2))),
+           dtypes=FEW_DTYPES, gradgrad=True),
+    OpInfo("kron_method_mixed", lambda lib, a, b: a.kron(b.to(lib.int64)),
+           [Sample(((2, 2), (2, 3)))], dtypes=F32_64, grad_inputs=(0,)),
 ]

@@ -13,6 +13,8 @@ from .core import OpInfo, Sample, ALL_DTYPES, INT_DTYPES
 BOOL_AND_INTS = INT_DTYPES + ("bool",)
 # For rows that vary a main row's call (method form, dtype=, min for max): one dtype per kind.
 FEW_DTYPES = ("float32", "float64", "bfloat16", "int32", "uint8", "bool")
+AMINMAX_DTYPES = ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool")
+F32_64 = ("float32", "float64")
 
 
 def distinct_values(rng, shape, dtype, index):
@@ -238,4 +240,17 @@ OPS = [
            dtypes=ALL_DTYPES, gradgrad=True),
     OpInfo("log_softmax_dtype", lambda lib, x, **kw: lib.log_softmax(x, dtype=lib.float32, **kw),
            dim_samples(SOFTMAX[:3]), dtypes=FEW_DTYPES, gradcheck=False),
+    # ---- aminmax: amin and amax in one call -----------------------------------------------------
+    OpInfo("aminmax", lambda lib, x, **kw: lib.aminmax(x, **kw),
+           [Sample(((3, 4),)), Sample(((3, 4),), {"dim": 1}),
+            Sample(((2, 3, 4),), {"dim": -1, "keepdim": True}),
+            Sample(((3, 4),), {"keepdim": True}), Sample(((),)), Sample(((),), {"dim": 0}),
+            Sample(((3, 4),), {"dim": 0}, noncontig=True)],
+           dtypes=AMINMAX_DTYPES, make_input=distinct_values),
+    OpInfo("aminmax_method", lambda lib, x: x.aminmax(dim=0).max, [Sample(((3, 4),))],
+           dtypes=F32_64, make_input=distinct_values),
+    _forward_only("aminmax_empty", lambda lib, x: lib.aminmax(x), [((0, 3), {})],
+                  dtypes=("float32",)),
+    _forward_only("aminmax_empty_dim", lambda lib, x: lib.aminmax(x, dim=0), [((0, 3), {})],
+                  dtypes=("float32",)),
 ]

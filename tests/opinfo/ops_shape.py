@@ -9,6 +9,10 @@ def _on(lib, like, data):
 
 S34 = ((3, 4),)
 S234 = ((2, 3, 4),)
+# For the rows of meshgrid ... ravel.
+F32 = ("float32",)
+F32_64 = ("float32", "float64")
+FEW_DTYPES = ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "bool")
 
 
 def _views(*shape_sets, **kwargs):
@@ -192,4 +196,51 @@ OPS = [
     OpInfo("clone", lambda lib, x: x.clone(), _views(S34, ((),), ((0, 3),)), dtypes=ALL_DTYPES,
            gradgrad=True),
     OpInfo("clone_fn", lambda lib, x: lib.clone(x.t()), _views(S34)),
+    # ---- built from several tensors (meshgrid ... block_diag), rot90, ravel -------------------
+    OpInfo("meshgrid_ij", lambda lib, a, b: lib.meshgrid(a, b, indexing="ij"),
+           standard_samples(((3,), (4,)), ((), (4,)), ((0,), (2,))), dtypes=FEW_DTYPES,
+           gradgrad=True),
+    OpInfo("meshgrid_xy", lambda lib, a, b, c: lib.meshgrid([a, b, c], indexing="xy"),
+           standard_samples(((3,), (4,), (2,))), dtypes=F32_64),
+    _refused("meshgrid_2d", lambda lib, a, b: lib.meshgrid(a, b, indexing="ij"),
+             ((2, 2), (3,)), dtypes=F32),
+    _refused("meshgrid_dtypes", lambda lib, a, b: lib.meshgrid(a, b.double(), indexing="ij"),
+             ((2,), (3,)), dtypes=F32),
+    _refused("meshgrid_indexing", lambda lib, a, b: lib.meshgrid(a, b, indexing="yx"),
+             ((2,), (3,)), dtypes=F32),
+    OpInfo("cartesian_prod", lambda lib, *ts: lib.cartesian_prod(*ts),
+           standard_samples(((3,), (2,)), ((3,), (2,), (2,)), ((4,),), ((0,), (2,))),
+           dtypes=FEW_DTYPES),
+    _refused("cartesian_prod_2d", lambda lib, a: lib.cartesian_prod(a, a), ((2, 2),), dtypes=F32),
+    OpInfo("combinations", lambda lib, x, **kw: lib.combinations(x, **kw),
+           [Sample(((5,),)), Sample(((5,),), {"r": 3}), Sample(((4,),), {"with_replacement": True}),
+            Sample(((4,),), {"r": 3, "with_replacement": True}), Sample(((4,),), {"r": 1}),
+            Sample(((4,),), {"r": 0}), Sample(((3,),), {"r": 4}), Sample(((0,),)),
+            Sample(((6,),), noncontig=True)],
+           dtypes=FEW_DTYPES),
+    _refused("combinations_2d", lambda lib, x: lib.combinations(x), ((2, 2),), dtypes=F32),
+    _refused("combinations_negative_r", lambda lib, x: lib.combinations(x, -1),
+             ((3,),), dtypes=F32),
+    OpInfo("block_diag", lambda lib, *ts: lib.block_diag(*ts),
+           standard_samples(((2, 3), (1,), (), (2, 2)), ((3, 3),), ((0, 2), (2, 0), (1, 1))),
+           dtypes=FEW_DTYPES),
+    OpInfo("block_diag_mixed_dtypes", lambda lib, a, b: lib.block_diag(a, b.to(lib.int32)),
+           [Sample(((2, 2), (1, 3)))], dtypes=("float32", "int64", "bool"), grad_inputs=(0,)),
+    _refused("block_diag_3d", lambda lib, a: lib.block_diag(a), ((2, 2, 2),), dtypes=F32),
+    OpInfo("rot90", lambda lib, x, *a: lib.rot90(x, *a),
+           [Sample(((3, 4),)), Sample(((3, 4),), args=(2,)), Sample(((3, 4),), args=(3,)),
+            Sample(((3, 4),), args=(-1,)), Sample(((3, 4),), args=(4,)),
+            Sample(((2, 3, 4),), args=(1, [1, 2])), Sample(((2, 3, 4),), args=(1, [-1, 0])),
+            Sample(((3, 4),), noncontig=True)],
+           dtypes=FEW_DTYPES),
+    OpInfo("rot90_method", lambda lib, x: x.rot90(1, (1, 0)), [Sample(((3, 4),))], dtypes=F32_64),
+    _refused("rot90_1d", lambda lib, x: lib.rot90(x), ((3,),), dtypes=F32),
+    _refused("rot90_three_dims", lambda lib, x: lib.rot90(x, 1, [0, 1, 2]),
+             ((2, 2, 2),), dtypes=F32),
+    _refused("rot90_same_dims", lambda lib, x: lib.rot90(x, 1, [0, 0]), ((2, 2),), dtypes=F32),
+    _refused("rot90_dim_range", lambda lib, x: lib.rot90(x, 1, [0, 3]), ((2, 2),), dtypes=F32),
+    OpInfo("ravel", lambda lib, x: lib.ravel(x), standard_samples(((3, 4),), ((),), ((2, 0),)),
+           dtypes=FEW_DTYPES),
+    OpInfo("ravel_method", lambda lib, x: x.ravel(), [Sample(((2, 3, 4),), noncontig=True)],
+           dtypes=F32_64),
 ]

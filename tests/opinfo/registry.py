@@ -1,10 +1,9 @@
 """All op rows, gathered from the per-family tables."""
 import importlib
 
-# ops/creation.py has no table yet (its factories are tested in tests/test_creation.py).
-_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "matmul",
+_FAMILIES = ["elementwise", "reduce", "shape", "indexing", "matmul", "creation",
              # the op catalogue: one table per ember/ops/ family file
-             "sorting", "special", "spectral", "complex", "cumulative", "extra", "linalg", "tensor_api",
+             "sorting", "special", "spectral", "complex", "cumulative", "linalg", "tensor_api",
              # the layers' ops, called through nn.functional and torch's top-level names
              "conv", "pooling", "normalization", "activation", "recurrent", "loss"]
 ALL_OPS = []
