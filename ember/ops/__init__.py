@@ -266,3 +266,15 @@ def _imatmul(self, other):
 
 
 Tensor.__imatmul__ = _imatmul
+
+
+# ---- what ``from ember.ops import *`` (ember/__init__.py) exports: the ops --------------------
+# Not the family modules (``ember.linalg`` and ``ember.dropout`` would be ``ops.linalg`` and
+# ``ops.dropout``) and not the backward node classes, which torch keeps off its namespace.
+def _exported(name, value):
+    return not (name.startswith("_") or isinstance(value, type(_sys))
+                or (isinstance(value, type) and issubclass(value, _Node)))
+
+
+from ._dispatch import Node as _Node  # noqa: E402
+__all__ = [_name for _name, _value in list(globals().items()) if _exported(_name, _value)]

@@ -329,6 +329,22 @@ def prelu_kernel(input, weight):
     return res
 
 
+def prelu(input, weight):
+    """``nn.functional.prelu`` (and ``Tensor.prelu``): ``weight`` has one entry or one per
+    channel (dim 1; a vector input has a single channel) and is viewed to broadcast there."""
+    if input.ndim > 0:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.numel() != 1 and weight.numel() != channels:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        shape = [1] * input.ndim
+        if input.ndim > 1:
+            shape[1] = weight.numel()
+        weight = weight.reshape(shape)
+    return prelu_kernel(input, weight)
+
+
 class RreluWithNoiseBackward0(Node):
     """The gradient is the per-element slope the forward applied."""
     __slots__ = ()

@@ -18,6 +18,7 @@ from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype
                         device_mismatch)
 from .reduce import return_types
 from .shape import make_view, cat
+from . import distance
 
 __all__ = ["cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid", "trapezoid",
            "trapz", "as_strided", "cdist", "pdist", "cosine_similarity", "pairwise_distance"]
@@ -531,25 +532,17 @@ class CdistZeroNormBackward(Node):
 
 
 def pdist(input, p=2):
-    """``torch.pdist``: the function of ``nn.functional`` (one definition), with PyTorch's
-    argument checks."""
+    """``torch.pdist``: ``nn.functional.pdist`` (``ops/distance.py``) with the argument checks
+    ``torch.pdist`` adds."""
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if input._dtype._kind < 2:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if not p >= 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    from ..nn.functional._distance import pdist as functional_pdist
-    return functional_pdist(input, p)
+    return distance.pdist(input, p)
 
 
-# ``torch.cosine_similarity`` is ``torch.nn.functional.cosine_similarity``: the same functions,
-# imported on first use because nn is built on top of the ops.
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    from ..nn.functional._distance import cosine_similarity as functional_cosine_similarity
-    return functional_cosine_similarity(x1, x2, dim, eps)
-
-
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    from ..nn.functional._distance import pairwise_distance as functional_pairwise_distance
-    return functional_pairwise_distance(x1, x2, p, eps, keepdim)
+# ``torch.cosine_similarity`` and ``torch.pairwise_distance`` are nn.functional's functions.
+cosine_similarity = distance.cosine_similarity
+pairwise_distance = distance.pairwise_distance

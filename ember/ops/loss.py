@@ -6,19 +6,24 @@ element-wise ones. The forward evaluates the same Ember expression the loss is d
 grad mode off, so values are those of the composition; the backward is the closed-form
 derivative written in Ember ops, so it is itself differentiable (double backward, gradient
 penalties). ``nn.functional`` checks the arguments and calls these.
+
+The multi-label margin and CTC losses, which Ember composes from its ops where PyTorch runs one
+kernel, are recorded under PyTorch's single node (``record_composite``).
 """
 import math
 
 from .. import _dtype as dt
-from ._dispatch import Node, needs_grad, record, _wrap
+from ._dispatch import Node, needs_grad, record, _wrap, CompositeBackward, record_composite
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
-from .elementwise import where
-from .creation import zeros_like
+from .elementwise import where, clamp
+from .creation import zeros_like, zeros, full, tensor, arange
+from .reduce import logsumexp
+from .shape import cat, stack
 
 __all__ = ["check_not_differentiable", "mse_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
-           "multi_margin_loss", "nll_loss"]
+           "multi_margin_loss", "nll_loss", "multilabel_margin_loss", "ctc_loss"]
 
 
 def check_not_differentiable(function, argument, tensor):
@@ -331,3 +336,97 @@ def _nll_loss(input, safe_target, target_weights, reduction):
         record(node_cls, (input,), res, save=(input,), cdim=cdim, reduction=reduction,
                divisor=divisor, safe_target=safe_target, target_weights=target_weights)
     return res
+
+
+# ---- multi-label margin ----------------------------------------------------------------------
+
+def as_batch(input, target):
+    """``input`` as (N, C) and ``target`` as (N, ...) for the margin losses that take (C,) too."""
+    if input.ndim <= 1:
+        return input.reshape(1, -1), target.reshape(1, -1)
+    return input, target
+
+
+class MultilabelMarginLossBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def multilabel_margin_loss(input, target, reduction):
+    """``target``: each sample's class indices (in range), ended by the first -1."""
+    x, y = as_batch(input, target)
+    n_classes = x.shape[1]
+    y = y.long()
+    # A sample's targets are its entries before the first -1.
+    valid = (y >= 0).to(dt.int64).cumprod(1).bool()
+    safe = y.masked_fill(~valid, 0)
+    classes = arange(n_classes, device=x.device)
+    is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
+    pairs = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+
+    def composition(input):
+        x = as_batch(input, target)[0]
+        target_scores = x.gather(1, safe)
+        hinge = clamp(1 - target_scores.unsqueeze(2) + x.unsqueeze(1), min=0)
+        loss = (hinge * pairs.to(x.dtype)).sum((1, 2)) / n_classes
+        if input.ndim <= 1:
+            loss = loss.reshape(())
+        return _reduce(loss, reduction)
+    return record_composite(MultilabelMarginLossBackward0, (input,), composition)
+
+
+# ---- connectionist temporal classification ---------------------------------------------------
+
+class CtcLossBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def ctc_loss(log_probs, labels, in_lens, tgt_lens, blank):
+    """Each sample's negative log-likelihood (infinity where no alignment exists) for
+    ``log_probs`` (T, N, C) and ``labels``, one list of class indices per sample: the CTC
+    forward algorithm in log space, vectorised over the batch and the extended label positions,
+    with a loop over time only; the gradient is autograd's through it."""
+    batch = log_probs.shape[1]
+    max_len = max(tgt_lens, default=0)
+    n_ext = 2 * max_len + 1
+    # Extended labels: blank, l1, blank, l2, ..., blank (padded with blanks).
+    ext = [[blank] * n_ext for _ in range(batch)]
+    skip = [[False] * n_ext for _ in range(batch)]
+    for n, seq in enumerate(labels):
+        for i, label in enumerate(seq):
+            ext[n][2 * i + 1] = label
+            skip[n][2 * i + 1] = i > 0 and label != seq[i - 1]
+    device = log_probs.device
+    ext_t = tensor(ext, dtype=dt.int64, device=device)
+    skip_t = tensor(skip, dtype=dt.bool, device=device)
+    # A very negative finite stand-in for log(0): -inf would give NaN gradients through
+    # logsumexp wherever every path into a state is impossible.
+    impossible = -1e30 if log_probs.dtype is not dt.float64 else -1e300
+
+    def negative_log_likelihood(log_probs):
+        return _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible)
+    return record_composite(CtcLossBackward0, (log_probs,), negative_log_likelihood)
+
+
+def _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible):
+    n_time, batch, _ = log_probs.shape
+    n_ext = ext_t.shape[1]
+    dtype, device = log_probs.dtype, log_probs.device
+    lp = log_probs.gather(2, ext_t.unsqueeze(0).expand(n_time, batch, n_ext))
+    neg = full((batch, 1), impossible, dtype=dtype, device=device)
+    neg2 = full((batch, 2), impossible, dtype=dtype, device=device)
+    start = zeros((1, n_ext), dtype=dt.bool, device=device)
+    start[0, :2] = True
+    alpha = where(start, lp[0], impossible)
+    active = tensor(in_lens, dtype=dt.int64, device=device).unsqueeze(1)
+    for t in range(1, max(in_lens, default=0)):
+        from_prev = cat([neg, alpha[:, :-1]], 1)
+        from_skip = where(skip_t, cat([neg2, alpha[:, :-2]], 1), impossible)
+        step = logsumexp(stack([alpha, from_prev, from_skip]), 0) + lp[t]
+        alpha = where(active > t, step, alpha)
+    ends = tensor([[2 * l, max(2 * l - 1, 0)] for l in tgt_lens], dtype=dt.int64,
+                  device=device).reshape(batch, 2)
+    final = alpha.gather(1, ends)
+    no_label = tensor([l == 0 for l in tgt_lens], dtype=dt.bool, device=device)
+    final = where(stack([zeros_like(no_label), no_label], 1), impossible, final)
+    loss = -logsumexp(final, 1)
+    return where(loss > -impossible / 2, math.inf, loss)

@@ -8,7 +8,8 @@ The op returns the maxima and the flat index of each maximum in its input plane,
 Average pooling (window sums as a convolution with a ones kernel) and adaptive average pooling
 (a separable linear map, one matrix product per spatial dim) are one op each too, under
 PyTorch's node names; their backward is the adjoint written in the convolution and matmul
-ops, so every gradient order is available.
+ops, so every gradient order is available. Max unpooling is a scatter into zeros whose backward
+is the matching gather.
 """
 import itertools
 import math
@@ -268,6 +269,47 @@ def adaptive_avg_pool_nd(input, matrices):
     """``input`` averaged over adaptive windows, ``matrices[i]`` averaging spatial dim i."""
     node = AdaptiveAvgPool2DBackward0 if len(matrices) <= 2 else AdaptiveAvgPool3DBackward0
     return separable_map(input, matrices, node)
+
+
+
+# ---- max unpooling -----------------------------------------------------------------------------
+
+class MaxUnpool2DBackward0(Node):
+    """Each input element went to its index: the gradient gathers it back from there."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        lead = self.indices.shape[:-1]  # (N, C), or (C,) for an unbatched input
+        picked = grad.reshape(lead + (-1,)).gather(len(lead), self.indices)
+        return (picked.reshape(self.in_shape),)
+
+
+class MaxUnpool3DBackward0(MaxUnpool2DBackward0):
+    __slots__ = ()
+
+
+def max_unpool_nd(input, indices, out_shape):
+    """``input`` scattered into zeros of spatial shape ``out_shape`` at ``indices`` (flat in
+    each output plane); an unbatched ``(C, *S)`` input is taken as it is, as PyTorch's kernel
+    does."""
+    n = len(out_shape)
+    lead = tuple(input.shape[:input.ndim - n])
+    plane = math.prod(out_shape)
+    flat_indices = indices.reshape(lead + (-1,))
+    if flat_indices.numel():
+        largest, smallest = int(flat_indices.max()), int(flat_indices.min())
+        if smallest < 0 or largest >= plane:
+            bad = largest if largest >= plane else smallest
+            raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                               f"{'x'.join(map(str, out_shape))})")
+    with no_grad():
+        out = input.new_zeros(lead + (plane,))
+        out = out.scatter(len(lead), flat_indices, input.reshape(lead + (-1,)))
+        out = out.reshape(lead + tuple(out_shape))
+    if needs_grad(input):
+        node = MaxUnpool2DBackward0 if n == 2 else MaxUnpool3DBackward0
+        record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape))
+    return out
 
 
 __all__ = []

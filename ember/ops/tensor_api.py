@@ -21,6 +21,7 @@ from ..backends import get_backend
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_dims,
                         dtype_name, device_mismatch)
 from .inplace import check_inplace, inplace
+from . import activation as _activation, dropout as _dropout
 from .elementwise import div_scalar, mul_scalar
 from .shape import (SqueezeBackward3, SqueezeBackward4, SqueezeBackward5, TBackward1,
                     TransposeBackward1, UnsqueezeBackward1)
@@ -1092,17 +1093,15 @@ class IndexReduceBackward0(CompositeBackward):
 
 
 # ---------------------------------------------------------------------------------------------
-# Methods that forward to other layers
+# Methods whose kernels live in other op families
 # ---------------------------------------------------------------------------------------------
 
 def hardshrink(self, lambd=0.5):
-    from ..nn import functional as F
-    return F.hardshrink(self, lambd)
+    return _activation.hardshrink(self, lambd)
 
 
 def prelu(self, weight):
-    from ..nn import functional as F
-    return F.prelu(self, weight)
+    return _activation.prelu(self, weight)
 
 
 def as_subclass(self, cls):
@@ -1124,18 +1123,15 @@ def type_as(self, other):
 
 
 def dropout_(input, p=0.5, train=True):
-    from ..nn import functional as F
-    return F.dropout(input, p, train, inplace=True)
+    return _dropout.dropout(input, p, train, inplace=True)
 
 
 def alpha_dropout_(input, p=0.5, train=False):
-    from ..nn import functional as F
-    return F.alpha_dropout(input, p, train, inplace=True)
+    return _dropout.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout_(input, p=0.5, train=False):
-    from ..nn import functional as F
-    return F.feature_alpha_dropout(input, p, train, inplace=True)
+    return _dropout.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1561,10 +1557,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError(f"{prefix}expected a 1D or 2D tensor")
     signal = input
     if center:  # torch.functional.stft: the pad runs on a (1, batch, length) view
-        from ..nn import functional as F
+        from .conv import pad
         half = n_fft // 2
         extended = signal.view((1,) * (3 - nd) + tuple(signal._data.shape))
-        padded = F.pad(extended, (half, half), mode=pad_mode)
+        padded = pad(extended, (half, half), mode=pad_mode)
         signal = padded.view(padded._data.shape[-nd:])
     if input._dtype._kind < 2:  # checked on the padded signal, which PyTorch's message names
         padded = _stft_prefix("stft", signal, n_fft, hop_length, win_length, window)

@@ -113,18 +113,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def prelu(input, weight):
-    if input.ndim > 0:
-        # PyTorch's channel dimension is 1; a vector input has a single channel.
-        channels = input.shape[1] if input.ndim >= 2 else 1
-        if weight.numel() != 1 and weight.numel() != channels:
-            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {weight.numel()} and channel size = "
-                               f"{channels}.")
-        shape = [1] * input.ndim
-        if input.ndim > 1:
-            shape[1] = weight.numel()
-        weight = weight.reshape(shape)
-    return _ops.prelu_kernel(input, weight)
+    return _ops.prelu(input, weight)
 
 
 def _rrelu(input, lower, upper, training):

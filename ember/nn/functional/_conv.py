@@ -3,7 +3,7 @@
 from ... import _dtype as dt
 from ...ops import conv as _ops
 from ..._tensor import wrap_dim_no_scalar
-from ...ops._dispatch import dtype_name, device_mismatch, CompositeBackward, record_composite
+from ...ops._dispatch import dtype_name, device_mismatch
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold", "conv_tbc"]
@@ -102,7 +102,8 @@ def _refuse_dtype(input, n, transposed, dilated):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dtype)}'")
 
 
-def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
+def _checked_params(n, input, weight, bias, stride, padding, dilation, groups):
+    """``conv{n}d``'s checks, in PyTorch's order, and the convolution's parameters."""
     name = f"conv{n}d"
     _check_operands(name, input, weight, bias, n, False, groups)
     stride = expand_param(stride, n, "stride")
@@ -123,16 +124,21 @@ def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
     else:
         pads = tuple((p, p) for p in expand_param(padding, n, "padding"))
     _check_geometry(stride, pads, dilation)
-    unbatched = input.ndim == n + 1
-    if unbatched:
-        input = input.unsqueeze(0)
-    padded = [s + lo + hi for s, (lo, hi) in zip(input.shape[2:], pads)]
+    padded = [s + lo + hi for s, (lo, hi) in zip(input.shape[input.ndim - n:], pads)]
     dilated = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     if any(p < k for p, k in zip(padded, dilated)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                            f"Kernel size: ({' x '.join(map(str, dilated))}). Kernel size can't be "
                            "greater than actual input size")
-    out = _ops.convolution(input, weight, bias, _ops.conv_params(stride, pads, dilation, groups))
+    return _ops.conv_params(stride, pads, dilation, groups)
+
+
+def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
+    params = _checked_params(n, input, weight, bias, stride, padding, dilation, groups)
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    out = _ops.convolution(input, weight, bias, params)
     return out.squeeze(0) if unbatched else out
 
 
@@ -278,10 +284,7 @@ def conv_tbc(input, weight, bias, pad=0):
                            f"out_channels, but got {weight.ndim} dims")
     if bias.ndim != 1:
         raise RuntimeError(f"Bias must be 1-D, but got {bias.ndim} dims")
-    return record_composite(ConvTbcBackward0, (input, weight, bias), lambda input, weight, bias:
-                            conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
-                                   padding=pad).permute(2, 0, 1))
-
-
-class ConvTbcBackward0(CompositeBackward):
-    __slots__ = ()
+    # conv1d's checks, on the (batch, channels, time) views the op convolves
+    params = _checked_params(1, input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad,
+                             1, 1)
+    return _ops.conv_tbc(input, weight, bias, params)

@@ -5,7 +5,8 @@ cross-entropy with and without logits, soft margin, negative log-likelihood) are
 ``ops/loss.py``, recording PyTorch's node; cross-entropy is ``nll_loss(log_softmax(input))`` as
 in PyTorch. The others are composed of differentiable Ember ops as PyTorch composes them, so
 gradients with respect to the input and, where PyTorch has them, the target and weights come
-from autograd. Checks that PyTorch makes on values (class indices in range, probabilities in
+from autograd (the multi-label margin and CTC compositions are ``ops/loss.py``'s, under
+PyTorch's one node). Checks that PyTorch makes on values (class indices in range, probabilities in
 [0, 1]) read the data on the host once.
 """
 import math
@@ -14,10 +15,11 @@ import warnings
 import ember
 from ... import _dtype as dt
 from ..._tensor import Tensor
-from ...ops._dispatch import dtype_name, CompositeBackward, record_composite
+from ...ops._dispatch import dtype_name
 from ...ops.elementwise import add_scalar, sub_scalar, mul_scalar, div_scalar, number_minus
 from ...ops import loss as fused
 from ...ops.loss import _reduce
+from ...ops.distance import pairwise_distance
 from ._activation import logsigmoid
 
 __all__ = [
@@ -452,13 +454,6 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
-def _as_batch(input, target):
-    """``input`` as (N, C) and ``target`` as (N, ...) for the margin losses that take (C,) too."""
-    if input.ndim <= 1:
-        return input.reshape(1, -1), target.reshape(1, -1)
-    return input, target
-
-
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
@@ -467,31 +462,11 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if target.shape != input.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
-    x, y = _as_batch(input, target)
+    x, y = fused.as_batch(input, target)
     n_classes = x.shape[1]
     if bool(((y < -1) | (y >= n_classes)).any()):
         raise RuntimeError("argument #2 'target' is out of range")
-    y = y.long()
-    # A sample's targets are its entries before the first -1.
-    valid = (y >= 0).to(dt.int64).cumprod(1).bool()
-    safe = y.masked_fill(~valid, 0)
-    classes = ember.arange(n_classes, device=x.device)
-    is_target = ((safe.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
-    pairs = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
-
-    def composition(input):
-        x = _as_batch(input, target)[0]
-        target_scores = x.gather(1, safe)
-        hinge = ember.clamp(1 - target_scores.unsqueeze(2) + x.unsqueeze(1), min=0)
-        loss = (hinge * pairs.to(x.dtype)).sum((1, 2)) / n_classes
-        if input.ndim <= 1:
-            loss = loss.reshape(())
-        return _reduce(loss, reduction)
-    return record_composite(MultilabelMarginLossBackward0, (input,), composition)
-
-
-class MultilabelMarginLossBackward0(CompositeBackward):
-    __slots__ = ()
+    return fused.multilabel_margin_loss(input, target, reduction)
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
@@ -516,7 +491,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                                   f"'{dtype_name(input._dtype)}'")
     if target._dtype is not dt.int64:
         raise RuntimeError(f"expected scalar type Long but found {dtype_name(target._dtype)}")
-    x, y = _as_batch(input, target)
+    x, y = fused.as_batch(input, target)
     n_classes = x.shape[1]
     if bool(y._backend.xp.any((y._data < 0) | (y._data >= n_classes))):
         raise RuntimeError("target out of range")
@@ -527,7 +502,6 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
-    from ._distance import pairwise_distance
     return pairwise_distance(x1, x2, p, eps)
 
 
@@ -580,8 +554,8 @@ def _lengths(value, batch, what):
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
-    """The CTC forward algorithm in log space, vectorised over the batch and the extended label
-    positions, with a loop over time only; the gradient is autograd's through it."""
+    """Each sample's negative log-likelihood is ``ember.ops.loss.ctc_loss``; ``zero_infinity``
+    and the reduction are applied to it here, as in PyTorch's composite."""
     reduction = _resolve_reduction(reduction)
     unbatched = log_probs.ndim == 2
     if unbatched:
@@ -607,61 +581,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         flat = targets.tolist()
         offsets = [sum(tgt_lens[:n]) for n in range(batch)]
         labels = [flat[o:o + l] for o, l in zip(offsets, tgt_lens)]
-    max_len = max(tgt_lens, default=0)
-    n_ext = 2 * max_len + 1
-    # Extended labels: blank, l1, blank, l2, ..., blank (padded with blanks).
-    ext = [[blank] * n_ext for _ in range(batch)]
-    skip = [[False] * n_ext for _ in range(batch)]
-    for n, seq in enumerate(labels):
-        for i, label in enumerate(seq):
-            ext[n][2 * i + 1] = label
-            skip[n][2 * i + 1] = i > 0 and label != seq[i - 1]
-    device = log_probs.device
-    ext_t = ember.tensor(ext, dtype=dt.int64, device=device)
-    skip_t = ember.tensor(skip, dtype=dt.bool, device=device)
-    dtype = log_probs.dtype
-    # A very negative finite stand-in for log(0): -inf would give NaN gradients through
-    # logsumexp wherever every path into a state is impossible.
-    impossible = -1e30 if dtype is not dt.float64 else -1e300
-
-    def negative_log_likelihood(log_probs):
-        return _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible)
-    loss = record_composite(CtcLossBackward0, (log_probs,), negative_log_likelihood)
+    loss = fused.ctc_loss(log_probs, labels, in_lens, tgt_lens, blank)
     if zero_infinity:
         loss = ember.where(loss == math.inf, 0.0, loss)
     if reduction == "mean":
-        divisor = ember.tensor([max(l, 1) for l in tgt_lens], dtype=dtype, device=device)
+        divisor = ember.tensor([max(l, 1) for l in tgt_lens], dtype=log_probs.dtype,
+                               device=log_probs.device)
         return (loss / divisor).mean()
     if unbatched:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
-
-
-class CtcLossBackward0(CompositeBackward):
-    __slots__ = ()
-
-
-def _ctc_forward(log_probs, ext_t, skip_t, in_lens, tgt_lens, impossible):
-    """Each sample's negative log-likelihood (infinity where no alignment exists)."""
-    n_time, batch, _ = log_probs.shape
-    n_ext = ext_t.shape[1]
-    dtype, device = log_probs.dtype, log_probs.device
-    lp = log_probs.gather(2, ext_t.unsqueeze(0).expand(n_time, batch, n_ext))
-    neg = ember.full((batch, 1), impossible, dtype=dtype, device=device)
-    neg2 = ember.full((batch, 2), impossible, dtype=dtype, device=device)
-    start = ember.zeros((1, n_ext), dtype=dt.bool, device=device)
-    start[0, :2] = True
-    alpha = ember.where(start, lp[0], impossible)
-    active = ember.tensor(in_lens, dtype=dt.int64, device=device).unsqueeze(1)
-    for t in range(1, max(in_lens, default=0)):
-        from_prev = ember.cat([neg, alpha[:, :-1]], 1)
-        from_skip = ember.where(skip_t, ember.cat([neg2, alpha[:, :-2]], 1), impossible)
-        step = ember.logsumexp(ember.stack([alpha, from_prev, from_skip]), 0) + lp[t]
-        alpha = ember.where(active > t, step, alpha)
-    ends = ember.tensor([[2 * l, max(2 * l - 1, 0)] for l in tgt_lens], dtype=dt.int64,
-                        device=device).reshape(batch, 2)
-    final = alpha.gather(1, ends)
-    no_label = ember.tensor([l == 0 for l in tgt_lens], dtype=dt.bool, device=device)
-    final = ember.where(ember.stack([ember.zeros_like(no_label), no_label], 1), impossible, final)
-    loss = -ember.logsumexp(final, 1)
-    return ember.where(loss > -impossible / 2, math.inf, loss)

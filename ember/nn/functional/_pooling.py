@@ -1,12 +1,11 @@
-"""Pooling: max, average and adaptive pooling are ops in ``ember.ops.pooling`` recording
-PyTorch's nodes (1-d pooling runs the 2-d op on an unsqueezed view, as PyTorch does); max
-unpooling is a scatter with its own node here."""
+"""Pooling, as ``torch.nn.functional``: the argument checks and window geometry; max, average,
+adaptive pooling and max unpooling are ops in ``ember.ops.pooling`` recording PyTorch's nodes
+(1-d pooling runs the 2-d op on an unsqueezed view, as PyTorch does)."""
 import math
 
 from ..._tensor import _wrap, wrap_dim_no_scalar
-from ...autograd.grad_mode import no_grad
 from ... import _dtype as dt
-from ...ops._dispatch import Node, needs_grad, record, dtype_name
+from ...ops._dispatch import dtype_name
 from ...ops import pooling as _pool
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
@@ -319,20 +318,6 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return _adaptive_max(3, input, output_size, True)
 
 
-class MaxUnpool2DBackward0(Node):
-    """Each input element went to its index: the gradient gathers it back from there."""
-    __slots__ = ()
-
-    def backward(self, grad):
-        lead = self.indices.shape[:-1]  # (N, C), or (C,) for an unbatched input
-        picked = grad.reshape(lead + (-1,)).gather(len(lead), self.indices)
-        return (picked.reshape(self.in_shape),)
-
-
-class MaxUnpool3DBackward0(MaxUnpool2DBackward0):
-    __slots__ = ()
-
-
 def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
     kernel = _tuple(kernel_size, n, "kernel_size")
     stride = kernel if stride is None else _tuple(stride, n, "stride")
@@ -353,24 +338,7 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
         return out.squeeze(-1)
     if input.dtype._kind < 2:
         _refuse_dtype(f"max_unpool{n}d", input)
-    # an unbatched (C, *S) input is taken as it is, as PyTorch's kernel does
-    lead = tuple(input.shape[:input.ndim - n])
-    plane = math.prod(out_shape)
-    flat_indices = indices.reshape(lead + (-1,))
-    if flat_indices.numel():
-        largest, smallest = int(flat_indices.max()), int(flat_indices.min())
-        if smallest < 0 or largest >= plane:
-            bad = largest if largest >= plane else smallest
-            raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                               f"{'x'.join(map(str, out_shape))})")
-    with no_grad():
-        out = input.new_zeros(lead + (plane,))
-        out = out.scatter(len(lead), flat_indices, input.reshape(lead + (-1,)))
-        out = out.reshape(lead + out_shape)
-    if needs_grad(input):
-        node = MaxUnpool2DBackward0 if n == 2 else MaxUnpool3DBackward0
-        record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape))
-    return out
+    return _pool.max_unpool_nd(input, indices, out_shape)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
