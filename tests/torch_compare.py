@@ -42,3 +42,15 @@ def compare_error(fn, gist=None):
     expected = gist if gist is not None else str(torch_error.value).replace("torch", "ember")
     assert gist is None or gist in str(torch_error.value)
     assert expected in str(ember_error.value)
+
+
+def compare_writing_into_self(call):
+    """``call(x, y)`` returns ``x`` itself, written in place, with torch's values."""
+    def fn(lib):
+        x = lib.tensor([[1.5, -2.0, 0.0], [3.0, 0.25, -1.0]], dtype=lib.float64)
+        y = lib.tensor([[-1.0, 2.0, 0.5], [0.0, -3.0, 4.0]], dtype=lib.float64)
+        ptr = x.data_ptr()
+        out = call(x, y)
+        assert out is x and x.data_ptr() == ptr
+        return x
+    compare(fn)

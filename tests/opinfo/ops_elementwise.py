@@ -141,7 +141,7 @@ OPS = [
            dtypes=NUMERIC_DTYPES, domain=(0.5, 2.0)),
     binary("div_floor", lambda lib, x, y: lib.div(x, y, rounding_mode="floor"),
            dtypes=NUMERIC_DTYPES, domain=(0.5, 2.0)),
-    # PyTorch records floor_divide but has no derivative for it: test_elementwise_extra checks that.
+    # PyTorch records floor_divide but has no derivative for it: test_elementwise.py checks that.
     binary("floor_divide", lambda lib, x, y: x // y, dtypes=NUMERIC_DTYPES, grad=False,
            make_input=lambda rng, shape, dtype, i: make_array(
                rng, shape, dtype, (-2.0, 2.0) if i == 0 else (0.5, 2.0))),
@@ -311,7 +311,7 @@ OPS = [
     _refused("logaddexp_int", lambda lib, a, b: lib.logaddexp(a, b), (3,), (3,), dtypes=("int64",)),
     _refused("logaddexp_scalar", lambda lib, a: lib.logaddexp(a, 1.0), (3,)),
     # PyTorch's gradient of sgn is a ZeroTensor the harness cannot read:
-    # tests/test_elementwise_extra.py checks Ember's zeros.
+    # tests/test_elementwise.py checks Ember's zeros.
     OpInfo("sgn", lambda lib, x: lib.sgn(x), standard_samples(((3, 4),), ((),), ((0,),)),
            dtypes=ALL_DTYPES, make_input=_with_exact_zeros, grad=False, gradcheck=False),
     OpInfo("sgn_", lambda lib, x: (x * 1).sgn_(), [Sample(((3, 4),))], dtypes=F32_64, grad=False),

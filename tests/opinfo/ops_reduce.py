@@ -2,7 +2,7 @@
 
 Inputs whose gradient (or index output) depends on ties come from ``distinct_values``: every
 element differs, in every dtype, so torch and Ember cannot legitimately pick different winners.
-Ties themselves are tested in tests/test_reduce_extra.py.
+Ties themselves are tested in tests/test_reduce.py.
 """
 import math
 

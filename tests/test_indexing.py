@@ -8,8 +8,7 @@ import pytest
 import torch
 
 import ember
-from test_elementwise_extra import compare_writing_into_self
-from torch_compare import compare, compare_error
+from torch_compare import compare, compare_error, compare_writing_into_self
 
 X = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import ember
 
 from opinfo.core import assert_same
-from torch_compare import compare, compare_error
+from torch_compare import compare, compare_error, compare_writing_into_self
 
 
 def both(values, dtype, requires_grad=False):
@@ -382,18 +382,6 @@ def test_frexp_named_result():
     res = ember.frexp(ember.tensor([3.0, -5.0]))
     assert res.mantissa is res[0] and res.exponent is res[1]
     assert "mantissa=" in repr(res) and type(res).__name__ == "frexp"
-
-
-def compare_writing_into_self(call):
-    """``call(x, y)`` returns ``x`` itself, written in place, with torch's values."""
-    def fn(lib):
-        x = lib.tensor([[1.5, -2.0, 0.0], [3.0, 0.25, -1.0]], dtype=lib.float64)
-        y = lib.tensor([[-1.0, 2.0, 0.5], [0.0, -3.0, 4.0]], dtype=lib.float64)
-        ptr = x.data_ptr()
-        out = call(x, y)
-        assert out is x and x.data_ptr() == ptr
-        return x
-    compare(fn)
 
 
 @pytest.mark.parametrize("call", [
