@@ -23,7 +23,8 @@ from ._type_info_and_switches import (finfo, iinfo, set_float32_matmul_precision
                                       are_deterministic_algorithms_enabled,
                                       is_deterministic_algorithms_warn_only_enabled,
                                       set_deterministic_debug_mode, get_deterministic_debug_mode,
-                                      set_warn_always, is_warn_always_enabled)
+                                      set_warn_always, is_warn_always_enabled,
+                                      get_num_threads, set_num_threads)
 from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: F401
                       sparse_bsr, sparse_bsc)
 from . import backends  # noqa: F401
@@ -42,7 +43,9 @@ for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHO
                  "new_ones", "new_empty", "new_full",
                  "resolve_device", "uniform_", "normal_", "bernoulli_", "exponential_", "random_",
                  "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_",
-                 "float_power_"):
+                 "float_power_", "new_empty_strided", "type_as", "as_subclass", "t_",
+                 "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "resize_",
+                 "resize", "resize_as", "fill_diagonal_"):
     globals().pop(_private, None)
 
 from . import cuda  # noqa: E402,F401
@@ -55,6 +58,21 @@ def result_type(tensor1, tensor2):
 
 def is_tensor(obj):
     return isinstance(obj, Tensor)
+
+
+def is_storage(obj):
+    return False  # Ember has no storage objects
+
+
+def detach(input):
+    return input.detach()  # the tensor's own (a sparse tensor's detaches its parts)
+
+
+# torch's function spellings of Tensor's metadata methods: the same functions.
+get_device = Tensor.get_device
+is_inference = Tensor.is_inference
+is_same_size = Tensor.is_same_size
+is_signed = Tensor.is_signed
 
 
 def is_floating_point(input):
@@ -222,6 +240,13 @@ def smm(input, mat):
     from . import sparse  # noqa: F401  (ember.sparse first: its ops module imports it)
     from .ops.sparse import smm
     return smm(input, mat)
+
+
+def spmm(input, mat2):
+    """Dense ``input @ mat2`` (torch's sparse-times-dense product, given dense operands)."""
+    from . import sparse  # noqa: F401  (ember.sparse first: its ops module imports it)
+    from .ops.sparse import spmm
+    return spmm(input, mat2)
 
 
 def set_default_device(dev):

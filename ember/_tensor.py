@@ -80,12 +80,72 @@ class Tensor:
         return False  # Ember has no quantized dtypes
 
     @property
+    def is_mps(self):
+        return self._device.type == "mps"
+
+    @property
+    def is_meta(self):
+        return False  # Ember has no meta device
+
+    @property
+    def is_maia(self):
+        return False
+
+    def get_device(self):
+        """-1 for a CPU tensor, else the device index."""
+        if self._device.type == "cpu":
+            return -1
+        return self._device.index or 0
+
+    def is_inference(self):
+        """Ember keeps no inference-tensor flag: ``inference_mode`` runs like ``no_grad``, so no
+        tensor is an inference tensor."""
+        return False
+
+    def is_same_size(self, other):
+        return self._data.shape == other._data.shape
+
+    def is_signed(self):
+        return self._dtype.is_signed
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def name(self):
+        # The JIT's debug name for a traced value; None outside tracing, which Ember lacks.
+        return None
+
+    @property
+    def volatile(self):
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                      stacklevel=2)
+        return False
+
+    def reinforce(self, reward):
+        raise RuntimeError(
+            "reinforce() was removed.\nUse ember.distributions instead.\nSee "
+            "https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\nprobs = "
+            "policy_network(state)\naction = probs.multinomial()\nnext_state, reward = "
+            "env.step(action)\naction.reinforce(reward)\naction.backward()\n\nUse:\n\nprobs = "
+            "policy_network(state)\n# NOTE: categorical is equivalent to what used to be called "
+            "multinomial\nm = ember.distributions.Categorical(probs)\naction = m.sample()\n"
+            "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\n"
+            "loss.backward()\n")
+
+    @property
     def is_sparse(self):
         # Sparse tensors (ember.sparse) carry their layout in ``_layout`` and may override this.
         return getattr(getattr(self, "_layout", None), "_name", None) == "sparse_coo"
 
     # ---- layout: an ordinary tensor is strided; ember/sparse/tensor.py overrides these -----
-    _layout = _layouts.strided  # read by the ``layout`` property (ops/tensor_api.py)
+    _layout = _layouts.strided
+
+    @property
+    def layout(self):
+        return self._layout
 
     @property
     def is_sparse_csr(self):
@@ -191,6 +251,9 @@ class Tensor:
 
     def data_ptr(self):
         return self._backend.data_ptr(self._data)
+
+    def const_data_ptr(self):
+        return self.data_ptr()
 
     def is_contiguous(self, memory_format=None):
         if memory_format is not None and memory_format is not _mf.contiguous_format and (

@@ -1,11 +1,13 @@
 """``ember.finfo``/``ember.iinfo`` (numeric limits of a dtype) and the process-wide switches
-torch exposes at its top level: float32 matmul precision, deterministic algorithms, warn-always.
+torch exposes at its top level: float32 matmul precision, deterministic algorithms, warn-always,
+the BLAS thread count.
 
 The limits come from NumPy's (and ``ml_dtypes``' for bfloat16) description of the storage type,
 which is the same IEEE format torch uses, so every field equals torch's.
 """
 import builtins
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -220,3 +222,44 @@ def set_warn_always(b):
 
 def is_warn_always_enabled():
     return _warn_always
+
+
+# ---- BLAS thread pools ---------------------------------------------------------------------
+
+def get_num_threads():
+    """The number of threads the BLAS library (where NumPy's heavy work runs) may use, read
+    through threadpoolctl when it is installed; otherwise the CPU count."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return _cpu_count()
+    blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    return blas[0] if blas else _cpu_count()
+
+
+_thread_limiter = None
+
+
+def set_num_threads(int):
+    """Limit the BLAS thread pools to ``int`` threads (through threadpoolctl; without it,
+    Ember has no pool it can resize and raises)."""
+    n = operator.index(int)
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        raise RuntimeError("set_num_threads needs the threadpoolctl package to resize NumPy's "
+                           "BLAS thread pool") from None
+    global _thread_limiter
+    if _thread_limiter is None:
+        _thread_limiter = ThreadpoolController()
+    _thread_limiter.limit(limits=n, user_api="blas")
+
+
+def _cpu_count():
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1

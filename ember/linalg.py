@@ -18,8 +18,7 @@ __all__ += ["cond", "tensorinv", "tensorsolve", "householder_product"]
 
 def householder_product(A, tau):
     """The first columns of the product of Householder reflectors (LAPACK's orgqr)."""
-    from .ops.tensor_api import orgqr
-    return orgqr(A, tau)
+    return _linalg_ops.orgqr(A, tau)
 
 
 def cond(A, p=None):

@@ -46,13 +46,11 @@ modified_bessel_i1 = _special.i1
 
 
 def gammainc(input, other):
-    from .ops import tensor_api
-    return tensor_api.igamma(input, other)
+    return _special.igamma(input, other)
 
 
 def gammaincc(input, other):
-    from .ops import tensor_api
-    return tensor_api.igammac(input, other)
+    return _special.igammac(input, other)
 
 
 def logsumexp(input, dim, keepdim=False):

@@ -372,3 +372,15 @@ def test_pin_memory_without_an_accelerator_raises_as_torch():
     # with an accelerator whose backend cannot pin, the error says so instead of faking it
     with pytest.raises(RuntimeError, match="testdev backend does not provide page-locked"):
         ember.ones(3).pin_memory()
+
+
+def test_threads():
+    n = ember.get_num_threads()
+    assert isinstance(n, int) and n >= 1
+    ember.set_num_threads(1)
+    try:
+        assert ember.get_num_threads() == 1
+    finally:
+        ember.set_num_threads(n)
+    with pytest.raises(RuntimeError):
+        ember.set_num_threads(0)

@@ -368,3 +368,85 @@ def test_errors_match_torch(fn):
 ])
 def test_more_errors_match_torch(fn):
     compare_error(fn)
+
+
+# ---- binomial, strided and permuted factories, frombuffer, type_as -------------------------------
+
+def test_binomial_shape_dtype_and_moments():
+    count = ember.full((20000,), 10.0)
+    prob = ember.full((20000,), 0.3)
+    draws = ember.binomial(count, prob)
+    assert draws.dtype is ember.float32 and tuple(draws.shape) == (20000,)
+    values = draws.numpy()
+    assert np.all(values == np.round(values)) and values.min() >= 0 and values.max() <= 10
+    assert abs(values.mean() - 3.0) < 0.05 and abs(values.var() - 2.1) < 0.1
+    ember.manual_seed(3)
+    first = ember.binomial(count[:5], prob[:5])
+    ember.manual_seed(3)
+    assert ember.equal(first, ember.binomial(count[:5], prob[:5]))
+    edges = ember.binomial(ember.tensor([0.0, 5.0, 7.0]), ember.tensor([0.5, 0.0, 1.0]))
+    assert edges.tolist() == [0.0, 0.0, 7.0]
+
+
+def test_binomial_errors():
+    compare_error(lambda lib: lib.binomial(lib.ones(2, dtype=lib.int64), lib.ones(2, dtype=lib.int64)))
+    compare_error(lambda lib: lib.binomial(lib.ones(2), lib.ones(2, dtype=lib.float64)))
+
+
+@pytest.mark.parametrize("size,stride", [((2, 3), (1, 2)), ((2, 3), (3, 1)), ((4,), (2,)),
+                                         ((2, 0, 3), (3, 3, 1)), ((), ()), ((3, 2), (0, 1))])
+def test_empty_strided(size, stride):
+    e = ember.empty_strided(size, stride, dtype=ember.float64)
+    t = torch.empty_strided(size, stride, dtype=torch.float64)
+    assert tuple(e.shape) == tuple(t.shape) and e.stride() == t.stride()
+    assert e.dtype is ember.float64
+    n = ember.zeros(2).new_empty_strided(size, stride)
+    assert n.stride() == t.stride() and n.dtype is ember.float32
+
+
+def test_empty_strided_writes_land_in_storage():
+    e = ember.empty_strided((2, 3), (1, 2))
+    e.copy_(ember.arange(6.0).reshape(2, 3))
+    assert e.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert not e.is_contiguous() and e.t().is_contiguous()
+
+
+def test_empty_strided_errors():
+    compare_error(lambda lib: lib.empty_strided((2, 3), (1, 2, 3)))
+
+
+@pytest.mark.parametrize("size,layout", [((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 0, 1)),
+                                         ((5,), (0,))])
+def test_empty_permuted(size, layout):
+    e = ember.empty_permuted(size, layout)
+    t = torch.empty_permuted(size, layout)
+    assert tuple(e.shape) == tuple(t.shape) and e.stride() == t.stride()
+
+
+def test_empty_permuted_errors():
+    compare_error(lambda lib: lib.empty_permuted((2, 3), (0,)))
+    compare_error(lambda lib: lib.empty_permuted((2, 3), (0, 2)))
+    compare_error(lambda lib: lib.empty_permuted((2, 3), (0, 0)))
+
+
+def test_frombuffer_shares_memory():
+    buf = bytearray(np.arange(6, dtype=np.float32).tobytes())
+    compare(lambda lib: lib.frombuffer(bytearray(buf), dtype=lib.float32, count=3, offset=4))
+    e = ember.frombuffer(buf, dtype=ember.float32)
+    e[0] = 10.0
+    assert np.frombuffer(buf, dtype=np.float32)[0] == 10.0
+    with pytest.warns(UserWarning, match="not writable"):
+        ember.frombuffer(b"1234", dtype=ember.int8)
+    compare_error(lambda lib: lib.frombuffer(bytearray(b"12345"), dtype=lib.int32))
+
+
+def test_type_as_and_as_subclass():
+    compare(lambda lib: lib.arange(3.5).type_as(lib.ones(1, dtype=lib.int32)))
+
+    class Sub(ember.Tensor):
+        pass
+    x = ember.ones(2, requires_grad=True)
+    y = (x * 2).as_subclass(Sub)
+    assert type(y) is Sub and y.requires_grad
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -250,3 +250,13 @@ def test_distance_ops_mix_devices_error():
 ])
 def test_more_errors_match_torch(fn):
     compare_error(fn)
+
+
+# ---- gradient ------------------------------------------------------------------------------
+
+def test_gradient_tensor_spacing_int_and_errors():
+    compare(lambda lib: lib.gradient(lib.arange(6.0).reshape(2, 3) ** 2, spacing=2))
+    compare(lambda lib: lib.gradient(lib.tensor([1, 4, 9, 16]), edge_order=2))
+    compare_error(lambda lib: lib.gradient(lib.ones(3, 3), spacing=[1.0, 2.0, 3.0]))
+    compare_error(lambda lib: lib.gradient(lib.ones(3, 3), spacing=[1.0, 2.0, 3.0], dim=0))
+    compare_error(lambda lib: lib.gradient(lib.ones(3, 3), edge_order=3))

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import ember
 from torch_compare import compare, compare_error, compare_writing_into_self
@@ -356,3 +357,43 @@ def test_existing_ops_match_torch(fn):
 ])
 def test_existing_ops_errors_match_torch(fn):
     compare_error(fn)
+
+
+# ---- unravel_index, fill_diagonal_ ---------------------------------------------------------------
+
+def test_unravel_index():
+    compare(lambda lib: lib.unravel_index(lib.tensor([3, -1, 6, -7, 0]), (2, 3)))
+    compare(lambda lib: lib.unravel_index(lib.tensor([[1, 2], [3, 4]]), 6))
+    compare(lambda lib: lib.unravel_index(lib.tensor(5, dtype=lib.int32), (2, 1, 3)))
+    compare_error(lambda lib: lib.unravel_index(lib.tensor([1.0]), (2, 3)))
+    compare_error(lambda lib: lib.unravel_index(lib.tensor(5), (2, -3)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=4), st.data())
+def test_unravel_index_inverts_ravel(shape, data):
+    numel = int(np.prod(shape))
+    flat = data.draw(st.lists(st.integers(0, numel - 1), min_size=1, max_size=8))
+    coords = ember.unravel_index(ember.tensor(flat), tuple(shape))
+    assert np.array_equal(np.ravel_multi_index([c.numpy() for c in coords], shape), flat)
+
+
+def test_unravel_index_of_an_empty_shape():
+    compare_error(lambda lib: lib.unravel_index(lib.tensor([1, 2]), (0, 3)))
+    compare(lambda lib: lib.unravel_index(lib.tensor([], dtype=lib.int64), (0, 3)))
+
+
+def test_fill_diagonal_():
+    for shape, wrap in [((3, 3), False), ((7, 3), True), ((7, 3), False), ((3, 7), True),
+                        ((3, 3, 3), False), ((2, 2, 2, 2), False)]:
+        compare(lambda lib: lib.ones(shape).fill_diagonal_(5, wrap=wrap))
+    compare_error(lambda lib: lib.ones(3).fill_diagonal_(1))
+    compare_error(lambda lib: lib.ones(3, 3, 2).fill_diagonal_(1))
+
+    def grads(lib):
+        x = lib.arange(9.0).reshape(3, 3).requires_grad_()
+        y = (x * 1).fill_diagonal_(-1.0)
+        (y * y).sum().backward()
+        return y, x.grad
+    compare(grads)
+    compare(lambda lib: lib.arange(16.0).reshape(4, 4)[:, ::2].fill_diagonal_(0))

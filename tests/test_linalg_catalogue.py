@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ember
-from torch_compare import compare_error
+from torch_compare import compare, compare_error
 
 SINGULAR = [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]]
 NOT_PD = [[1.0, 2.0], [2.0, 1.0]]
@@ -507,3 +507,29 @@ def test_cond_and_tensorinv_errors():
     compare_error(lambda lib: lib.linalg.cond(lib.ones(3)))
     compare_error(lambda lib: lib.linalg.cond(lib.ones(2, 3), "fro"))
     compare_error(lambda lib: lib.linalg.tensorinv(lib.ones(2, 3), ind=1))
+
+
+# ---- geqrf, orgqr, ormqr -------------------------------------------------------------------
+
+def test_geqrf_named_fields_and_no_derivative():
+    a = np.random.default_rng(0).normal(size=(4, 3))
+    res = ember.tensor(a).geqrf()
+    assert res.a is res[0] and res.tau is res[1]
+    compare(lambda lib: lib.tensor(a).orgqr(lib.tensor(a).geqrf().tau))
+
+    def backward(lib):
+        x = lib.tensor(a, requires_grad=True)
+        lib.geqrf(x).a.sum().backward()
+    compare_error(backward)
+
+
+def test_householder_round_trip_is_qr():
+    a = ember.tensor(np.random.default_rng(1).normal(size=(3, 6, 4)))
+    h, tau = ember.geqrf(a)
+    q = ember.orgqr(h, tau)
+    r = ember.triu(h[..., :4, :])
+    np.testing.assert_allclose(ember.matmul(q, r).numpy(), a.numpy(), rtol=1e-12, atol=1e-12)
+    eye = ember.eye(6, dtype=ember.float64).expand(3, 6, 6)
+    full_q = ember.ormqr(h, tau, eye)
+    np.testing.assert_allclose(ember.ormqr(h, tau, full_q, transpose=True).numpy(), eye.numpy(),
+                               atol=1e-12)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import ember
 from test_graph_names import assert_same_graph
-from torch_compare import assert_same, compare_error
+from torch_compare import assert_same, compare, compare_error
 
 _rng = np.random.default_rng(7)
 
@@ -233,3 +233,34 @@ def test_kron_mixed_product(n, m, p, q, seed):
 def test_ops_refuse_mixed_devices():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ember.kron(ember.ones(2, 3), ember.ones(2, 3, device="testdev"))
+
+
+# ---- addr and the in-place products --------------------------------------------------------------
+
+def test_addr_mixed_devices():
+    with pytest.raises(RuntimeError, match="same device"):
+        ember.addr(ember.zeros(2, 3), ember.ones(2, device="testdev"), ember.ones(3))
+
+
+def test_integer_scalars_of_addr():
+    compare(lambda lib: lib.addr(lib.ones(2, 2), lib.arange(2), lib.arange(2), beta=2, alpha=2.5))
+    compare_error(lambda lib: lib.addr(lib.zeros(2, 2, dtype=lib.int64), lib.arange(2),
+                                       lib.arange(2), beta=0.5))
+    compare_error(lambda lib: lib.addr(lib.zeros(2, 2, dtype=lib.int64), lib.arange(2),
+                                       lib.arange(2), alpha=2.5))
+
+
+def test_inplace_matrix_ops_and_shifts():
+    rng = np.random.default_rng(0)
+    m, a, b = rng.normal(size=(3, 4)), rng.normal(size=(3, 5)), rng.normal(size=(5, 4))
+    ba, bb = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 5, 4))
+    v = rng.normal(size=5)
+    compare(lambda lib: lib.tensor(m).addmm_(lib.tensor(a), lib.tensor(b), beta=0.5))
+    compare(lambda lib: lib.tensor(m).addbmm_(lib.tensor(ba), lib.tensor(bb)))
+    compare(lambda lib: lib.tensor(m).expand(2, 3, 4).clone().baddbmm_(lib.tensor(ba), lib.tensor(bb)))
+    compare(lambda lib: lib.tensor(m[:, 0]).addmv_(lib.tensor(a), lib.tensor(v), alpha=2))
+    compare(lambda lib: lib.addmv_(lib.tensor(m[:, 0]), lib.tensor(a), lib.tensor(v)))
+    compare(lambda lib: lib.tensor([1, 2, 3]).bitwise_left_shift_(2))
+    compare(lambda lib: lib.tensor([8, 16, 3]).bitwise_right_shift_(lib.tensor([1, 2, 0])))
+    compare(lambda lib: lib.arccos_(lib.tensor([0.5, -0.2])))
+    compare(lambda lib: lib.fix_(lib.tensor([1.5, -2.7])))

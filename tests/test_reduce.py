@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import ember
 from ember.ops import reduce as ember_reduce
@@ -370,3 +371,44 @@ def test_existing_ops_match_torch(fn):
 ])
 def test_existing_ops_errors_match_torch(fn):
     compare_error(fn)
+
+
+# ---- cov, corrcoef -------------------------------------------------------------------------
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 5), st.integers(3, 8), st.integers(0, 1000))
+def test_corrcoef_is_normalised_cov(rows, cols, seed):
+    x = ember.tensor(np.random.default_rng(seed).normal(size=(rows, cols)))
+    c, r = ember.cov(x), ember.corrcoef(x)
+    d = ember.sqrt(ember.diagonal(c))
+    np.testing.assert_allclose(r.numpy(), (c / d[:, None] / d[None, :]).clamp(-1, 1).numpy(),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.numpy(), np.cov(x.numpy()), rtol=1e-12, atol=1e-12)
+
+
+def test_cov_weight_errors():
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3), fweights=lib.ones(3)))
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3), aweights=lib.ones(3, dtype=lib.int64)))
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3), fweights=lib.tensor([1, -1, 1])))
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3), aweights=lib.ones(4)))
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3), fweights=lib.ones(3, dtype=lib.bool)))
+
+
+def test_cov_refuses_weights_that_sum_to_zero():
+    compare_error(lambda lib: lib.cov(lib.ones(2, 3, dtype=lib.float64),
+                                      aweights=lib.zeros(3, dtype=lib.float64)))
+
+
+def test_cov_with_no_degrees_of_freedom_warns_and_divides_by_zero():
+    """torch's norm_factor.zero_(): with correction >= the weight total the covariance is
+    divided by zero (inf/nan), after the warning."""
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    for kwargs in ({"correction": 4}, {"correction": 9, "fweights": [1, 2, 1, 1]}):
+        results = []
+        for lib in (torch, ember):
+            args = dict(kwargs)
+            if "fweights" in args:
+                args["fweights"] = lib.tensor(args["fweights"])
+            with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+                results.append(lib.cov(lib.tensor(x), **args))
+        np.testing.assert_array_equal(results[1].numpy(), results[0].numpy())

@@ -385,3 +385,39 @@ def test_quantile_gradient_reaches_a_tensor_q(interpolation, ignore_nan):
         assert (e is None) == (t is None)  # rounded ranks (lower) carry no gradient to q
         if t is not None:
             np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), equal_nan=True)
+
+
+# ---- histogramdd ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bins", [3, [2, 4]])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogramdd(bins, density):
+    data = np.random.default_rng(0).uniform(-1, 1, size=(50, 2)).astype(np.float32)
+    weight = np.random.default_rng(1).uniform(0, 1, size=50).astype(np.float32)
+    compare(lambda lib: tuple(lib.histogramdd(lib.tensor(data), bins=bins, density=density)),
+            rtol=1e-5, atol=1e-6)
+    compare(lambda lib: tuple(lib.histogramdd(lib.tensor(data), bins=bins,
+                                              weight=lib.tensor(weight),
+                                              range=[-0.5, 0.5, -1.0, 1.0])), rtol=1e-5, atol=1e-6)
+    res = ember.histogramdd(ember.tensor(data), bins=bins)
+    assert res.hist is res[0] and len(res.bin_edges) == 2
+
+
+def test_histogramdd_constant_and_empty_inputs():
+    d = np.array([[1.0, 2.0], [1.0, 3.0], [1.0, 2.5]], dtype=np.float32)
+    compare(lambda lib: tuple(lib.histogramdd(lib.tensor(d), bins=2)))
+    compare(lambda lib: tuple(lib.histogramdd(lib.zeros(0, 2), bins=2)))
+    compare(lambda lib: tuple(lib.histogramdd(lib.ones(2, 3, 2), bins=[1, 2])))
+    compare_error(lambda lib: lib.histogramdd(lib.ones(3), bins=2))
+
+
+def test_histogramdd_edges_as_tensors():
+    data = np.random.default_rng(0).uniform(0, 1, size=(40, 2))
+    compare(lambda lib: tuple(lib.histogramdd(
+        lib.tensor(data), bins=[lib.tensor([0.0, 0.2, 1.0], dtype=lib.float64),
+                                lib.tensor([0.0, 0.5, 0.7, 1.0], dtype=lib.float64)])))
+
+
+def test_histogramdd_errors():
+    compare_error(lambda lib: lib.histogramdd(lib.ones(5, 2), bins=[2]))
+    compare_error(lambda lib: lib.histogramdd(lib.ones(5, 2, dtype=lib.int64), bins=2))

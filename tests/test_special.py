@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import ember
-from torch_compare import compare_error
+from torch_compare import compare, compare_error
 
 RNG = np.random.default_rng(1234)
 POSITIVE = np.concatenate([RNG.uniform(1e-3, 3, 4000), RNG.uniform(3, 60, 2000),
@@ -337,3 +337,29 @@ def test_special_aliases_match_torch():
     for name in ("modified_bessel_i0", "modified_bessel_i1"):
         np.testing.assert_allclose(getattr(ember.special, name)(ember.tensor(x)).numpy(),
                                    getattr(torch.special, name)(torch.tensor(x)).numpy(), rtol=1e-10)
+
+
+# ---- igamma, igammac -----------------------------------------------------------------------
+
+def test_igamma_input_gradient_is_refused():
+    def fn(lib):
+        a = lib.ones(2, requires_grad=True)
+        lib.igamma(a, lib.ones(2)).sum().backward()
+    compare_error(fn)
+
+
+def test_igamma_large_and_tiny_arguments():
+    a = np.array([0.01, 0.5, 5.0, 30.0, 100.0, 400.0, 1000.0])
+    x = np.array([1e-4, 0.3, 4.5, 35.0, 90.0, 410.0, 990.0])
+    # PyTorch's own float64 results are off by up to ~2e-10 here; SciPy's are tighter.
+    compare(lambda lib: (lib.igamma(lib.tensor(a), lib.tensor(x)),
+                         lib.igammac(lib.tensor(a), lib.tensor(x))), rtol=1e-8, atol=1e-12)
+    scipy_special = pytest.importorskip("scipy.special")
+    np.testing.assert_allclose(ember.igamma(ember.tensor(a), ember.tensor(x)).numpy(),
+                               scipy_special.gammainc(a, x), rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(ember.igammac(ember.tensor(a), ember.tensor(x)).numpy(),
+                               scipy_special.gammaincc(a, x), rtol=1e-11, atol=1e-14)
+
+
+def test_igamma_refuses_a_number():
+    compare_error(lambda lib: lib.igamma(lib.ones(2), 1.5))

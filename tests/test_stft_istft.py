@@ -1,7 +1,8 @@
 """``stft`` and ``istft`` beyond the op table: the paths PyTorch's C++ takes (a window shorter
 than ``n_fft``, two-sided inverse to a real signal, complex windows, frames of a signal whose
 storage is not one block), their errors, and ``unfold_backward``, the overlap-add ``istft``
-is built on. Values and gradients are compared with torch."""
+is built on; the window functions (hann, hamming, blackman, bartlett, kaiser) they take. Values
+and gradients are compared with torch."""
 import numpy as np
 import pytest
 import torch
@@ -140,3 +141,52 @@ def test_second_order_gradients(name):
         gg, = lib.autograd.grad((g * g).sum(), x)
         results.append((g, gg))
     assert_same(results[0], results[1], rtol=1e-9, atol=1e-9)
+
+
+# ---- windows -------------------------------------------------------------------------------
+
+WINDOWS = [
+    ("hann_window", {}), ("hamming_window", {}), ("blackman_window", {}),
+    ("bartlett_window", {}), ("kaiser_window", {}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", WINDOWS)
+@pytest.mark.parametrize("length", [0, 1, 2, 7, 16])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows(name, kwargs, length, periodic):
+    compare(lambda lib: getattr(lib, name)(length, periodic, dtype=lib.float64, **kwargs),
+            rtol=1e-10, atol=1e-12)
+    compare(lambda lib: getattr(lib, name)(length, periodic), rtol=1e-6, atol=1e-6)
+
+
+def test_window_parameters_and_options():
+    compare(lambda lib: lib.hamming_window(9, False, alpha=0.5, beta=0.4, dtype=lib.float64))
+    compare(lambda lib: lib.kaiser_window(9, True, 5.0, dtype=lib.float64), rtol=1e-10)
+    e = ember.hann_window(8, requires_grad=True, device="testdev")
+    assert e.requires_grad and e.is_leaf and e.device.type == "testdev"
+    compare(lambda lib: lib.blackman_window(6, dtype=lib.float16), rtol=1e-3, atol=1e-3)
+
+
+def test_window_errors():
+    compare_error(lambda lib: lib.hann_window(-1))
+    compare_error(lambda lib: lib.bartlett_window(4, dtype=lib.int64),
+                  "bartlett_window expects floating point dtypes")
+
+
+def test_stft_options_and_errors():
+    x = np.random.default_rng(0).normal(size=12)
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        compare(lambda lib: lib.stft(lib.tensor(x), 4, return_complex=False))
+    compare(lambda lib: lib.stft(lib.tensor(x), 13, return_complex=True))
+    compare_error(lambda lib: lib.stft(lib.tensor(x), 0, return_complex=True),
+                  "expected 0 < n_fft < 12, but got n_fft=0")
+    compare_error(lambda lib: lib.stft(lib.tensor(x), 4, hop_length=0, return_complex=True),
+                  "expected hop_length > 0, but got hop_length=0")
+    compare_error(lambda lib: lib.stft(lib.tensor(x), 4, win_length=5, return_complex=True),
+                  "expected 0 < win_length <= n_fft, but got win_length=5")
+    compare_error(lambda lib: lib.istft(lib.stft(lib.tensor(x), 4, return_complex=True), 4,
+                                        window=lib.zeros(4)), "window overlap add min")
+    compare(lambda lib: lib.istft(lib.stft(lib.tensor(x), 4, return_complex=True), 4,
+                                  center=False))
+    compare(lambda lib: lib.istft(lib.stft(lib.tensor(x), 4, return_complex=True), 4, length=20))

@@ -13,7 +13,7 @@ from .._random import numpy_generator
 from ..autograd.graph import Node
 from ..ops._dispatch import _wrap, needs_grad, record
 from ..ops.creation import _to_backend
-from ..ops.tensor_api import regularized_gamma_tails
+from ..ops.special import regularized_gamma_tails
 
 # Lanczos approximation, g = 7, n = 9 (double precision to ~1e-15), for float64 arrays.
 _LANCZOS_G = 7.0

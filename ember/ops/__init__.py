@@ -10,6 +10,7 @@ from .matmul import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .dropout import dropout_, alpha_dropout_, feature_alpha_dropout_
 from .inplace import copy_, fill_, zero_, inplace, write_result as _write_result, UFUNC_OF as _UFUNC_OF
 from . import elementwise, reduce, shape, indexing, matmul, creation
 from .._tensor import Tensor
@@ -30,30 +31,33 @@ _METHODS = [
     "arcsinh", "arccosh", "arctanh", "fix", "positive", "round", "logit", "clamp", "clip",
     "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy", "square", "copysign", "logaddexp",
     "logaddexp2", "sgn", "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp",
-    "frexp", "float_power_",
+    "frexp", "float_power_", "addcmul", "addcdiv", "isreal",
     *_UNARY,
     # reductions
     "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
     "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
-    "softmax", "log_softmax", "aminmax",
+    "softmax", "log_softmax", "aminmax", "cov", "corrcoef",
     # shape
     "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
     "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
     "expand", "expand_as", "broadcast_to", "sum_to_size", "narrow", "select", "diagonal",
     "unbind", "split", "tensor_split", "chunk", "hsplit", "vsplit", "clone", "contiguous",
     "flip", "fliplr", "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu",
-    "diag", "diag_embed", "diagflat", "rot90", "ravel",
+    "diag", "diag_embed", "diagflat", "rot90", "ravel", "split_with_sizes", "unsafe_chunk",
+    "unsafe_split", "unsafe_split_with_sizes", "dsplit", "resize_", "resize_as_", "resize",
+    "resize_as", "t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
+    "as_strided_",
     # indexing
     "gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
     "masked_fill", "masked_select", "take_along_dim", "take", "nonzero", "argwhere", "sort",
     "argsort", "msort", "topk", "scatter_reduce", "index_fill", "index_copy", "put",
-    "masked_scatter",
+    "masked_scatter", "index_reduce", "fill_diagonal_",
     # matrix products
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
-    "baddbmm", "addbmm", "kron",
+    "baddbmm", "addbmm", "kron", "addr",
     # creation / conversion
     "new", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
-    "bernoulli", "multinomial",
+    "bernoulli", "multinomial", "new_empty_strided", "type_as", "as_subclass",
     "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
     "cauchy_", "copy_", "fill_", "zero_",
     # activations
@@ -64,6 +68,9 @@ for _name in _METHODS:
 for _name, _dtype in creation.CAST_METHODS.items():
     setattr(Tensor, _name, creation._caster(_dtype))
 Tensor.type = creation.type_
+# Tensor methods only: torch.hardshrink and torch.prelu are the ATen forms (_functional_exports.py)
+Tensor.hardshrink = activation.hardshrink  # noqa: F405 (the module, bound by its import above)
+Tensor.prelu = activation.prelu  # noqa: F405
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 
@@ -141,7 +148,7 @@ _INPLACE = [
     "arctanh", "arctan2", "bitwise_left_shift", "bitwise_right_shift", "fix", "greater",
     "greater_equal", "less", "less_equal", "not_equal", "copysign", "sgn", "heaviside",
     "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp", "scatter_reduce", "index_fill",
-    "index_copy", "put", "masked_scatter",
+    "index_copy", "put", "masked_scatter", "addcmul", "addcdiv", "addr", "index_reduce",
     *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
 ]
 for _name in _INPLACE:
@@ -156,8 +163,7 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
 # ``INPLACE`` (bound here as ``name_``); a family not written yet is skipped.
 from .._submodules import import_module_if_present as _import_if_present
 
-for _family in ("sorting", "special", "spectral", "complex", "cumulative", "linalg",
-                "tensor_api"):
+for _family in ("sorting", "special", "spectral", "complex", "cumulative", "linalg"):
     _module = _import_if_present(f"{__name__}.{_family}")
     if _module is None:
         continue

@@ -64,6 +64,14 @@ def device_mismatch(a, b):
                         f"devices, {a._device} and {b._device}!")
 
 
+def check_same_device(first, *others):
+    """PyTorch's device-mismatch error unless every tensor of ``others`` (None skipped) is on
+    ``first``'s device."""
+    for t in others:
+        if t is not None and t._device is not first._device:
+            raise device_mismatch(first, t)
+
+
 def as_tensor_on(value, like, dtype=None):
     """``value`` (a tensor or a Python/NumPy scalar) as a tensor on ``like``'s device."""
     if isinstance(value, Tensor):

@@ -1,5 +1,5 @@
-"""Tensor factories (``tensor``, ``zeros``, ``arange``…), random sampling, and conversions
-between dtypes and devices (``to``)."""
+"""Tensor factories (``tensor``, ``zeros``, ``arange``…, ``empty_strided``, ``frombuffer``), random
+sampling (``binomial``…), and conversions between dtypes and devices (``to``, ``type_as``)."""
 import builtins
 import math
 import numbers
@@ -16,6 +16,7 @@ from .. import _memory_format as _mf
 from .. import _type_info_and_switches as _switches
 from ..backends import get_backend
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtype_name
+from ._dispatch import check_same_device as _check_same_device
 from ..autograd.grad_mode import _state as _grad_state
 
 
@@ -1070,3 +1071,126 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     rng = numpy_generator(generator)
     return _fill_random(self, median + sigma * rng.standard_cauchy(self._data.shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling, strided and permuted factories, frombuffer, type_as, as_subclass
+# ---------------------------------------------------------------------------------------------
+
+def binomial(count, prob, generator=None):
+    _check_same_device(count, prob)
+    if count._dtype._kind != 2:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{dtype_name(count._dtype)}")
+    if count._dtype is not prob._dtype:
+        raise RuntimeError(f"Found dtype {dtype_name(prob._dtype)} but expected "
+                           f"{dtype_name(count._dtype)}")
+    backend = count._backend
+    n = backend.to_numpy(count._data)
+    p = backend.to_numpy(prob._data)
+    n, p = np.broadcast_arrays(n, p)
+    rng = numpy_generator(generator)
+    # PyTorch draws nothing for a negative count and saturates probabilities outside [0, 1].
+    draws = rng.binomial(np.clip(n, 0, None).astype(np.int64), np.clip(p.astype(np.float64), 0, 1))
+    return _wrap(backend.asarray(draws.astype(count._dtype.np)), count._dtype, count)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    size = tuple(operator.index(s) for s in size)
+    stride = tuple(operator.index(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
+                           f"strides ({len(stride)})")
+    if builtins.any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: "
+                           f"{list(size)}")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    d = dtype or dt.get_default_dtype()
+    dev = resolve_device(device)
+    xp = get_backend(dev).xp
+    needed = 0 if 0 in size else 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    storage = _fill_if_deterministic(
+        xp.empty((builtins.max(needed, 1),), dtype=d.np), d, "empty")
+    data = xp.lib.stride_tricks.as_strided(storage, shape=size,
+                                           strides=tuple(s * d.itemsize for s in stride))
+    return _finish(data, d, dev, requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    size = tuple(operator.index(s) for s in size)
+    order = tuple(operator.index(p) for p in physical_layout)
+    if len(order) != len(size):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(order)}")
+    for i, p in enumerate(order):
+        if not 0 <= p < len(size):
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and "
+                               f"{len(size) - 1}, but got {p} at index {i}).  NB: negative dims "
+                               "not currently supported; file an issue if you want it.")
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
+    d = dtype or dt.get_default_dtype()
+    dev = resolve_device(device)
+    xp = get_backend(dev).xp
+    physical = _fill_if_deterministic(
+        xp.empty(tuple(size[p] for p in order), dtype=d.np), d, "empty")
+    inverse = [0] * len(order)
+    for i, p in enumerate(order):
+        inverse[p] = i
+    return _finish(physical.transpose(inverse), d, dev, requires_grad)
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                      requires_grad=False, pin_memory=False):
+    return empty_strided(size, stride, dtype=dtype or self._dtype,
+                         device=device if device is not None else self._device,
+                         requires_grad=requires_grad)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    view = memoryview(buffer)
+    length = view.nbytes
+    if length <= 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count <= 0 and (length - offset) % dtype.itemsize:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) "
+                         f"must be a multiple of element size ({dtype.itemsize})")
+    if view.readonly:
+        import warnings
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                      "the buffer to protect its data or make it writable before converting it "
+                      "to a tensor. This type of warning will be suppressed for the rest of "
+                      "this program.", UserWarning, stacklevel=2)
+    # Shares the buffer's memory, as PyTorch's does; the array stays read-only where the
+    # buffer is (NumPy refuses to write through it rather than corrupting a bytes object).
+    data = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
+    dev = resolve_device("cpu")
+    return _finish(data, dtype, dev, requires_grad)
+
+
+def as_subclass(self, cls):
+    """``self`` as an instance of ``cls`` (a Tensor subclass) sharing its data and history."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): expected a Tensor subclass, got {cls!r}")
+    from .._tensor import _as_subclass
+    out = _as_subclass(self, cls)
+    if self._output_nr:
+        out._output_nr = self._output_nr
+    if self._base is not None:
+        out._base = self._base
+        out._view_fn = self._view_fn
+    return out
+
+
+def type_as(self, other):
+    return self.to(dtype=other._dtype, device=other._device)

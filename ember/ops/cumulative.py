@@ -1,5 +1,6 @@
-"""Cumulative and windowed ops: running extrema and log-sum-exp, differences and the trapezoid
-rule, strided windows (``unfold``, ``as_strided``) and distances between sets of vectors.
+"""Cumulative and windowed ops: running extrema and log-sum-exp, differences, numerical
+gradients (``gradient``) and the trapezoid rule, strided windows (``unfold``, ``as_strided``) and
+distances between sets of vectors.
 
 Scans are one NumPy call each (``maximum.accumulate``, ``logaddexp.accumulate``); the others are
 short compositions of Ember ops, so their gradients (and gradients of gradients) come from the
@@ -7,6 +8,7 @@ ops they are built of.
 """
 import builtins
 import math
+import numbers
 import operator
 
 import numpy as np
@@ -14,14 +16,15 @@ import numpy as np
 from .. import _dtype as dt
 from ._dispatch import CompositeBackward, record_composite
 from .elementwise import mul_scalar, div_scalar
-from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
+from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_dims, dtype_name,
                         device_mismatch)
 from .reduce import return_types
 from .shape import make_view, cat
 from . import distance
 
 __all__ = ["cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid", "trapezoid",
-           "trapz", "as_strided", "cdist", "pdist", "cosine_similarity", "pairwise_distance"]
+           "trapz", "gradient", "as_strided", "cdist", "pdist", "cosine_similarity",
+           "pairwise_distance"]
 
 METHODS = ["cummax", "cummin", "logcumsumexp", "diff", "unfold", "as_strided"]
 INPLACE = []
@@ -245,6 +248,113 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         dx_t = _trapezoid_dx(x, y, d, "cumulative_trapezoid")
         return div_scalar((_pair_sums(y, d) * dx_t).cumsum(d), 2.0)
     return mul_scalar(_pair_sums(y, d), (1 if dx is None else dx) / 2.0).cumsum(d)
+
+
+# ---------------------------------------------------------------------------------------------
+# gradient
+# ---------------------------------------------------------------------------------------------
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    nd = input._data.ndim
+    if input._dtype is dt.uint8:
+        raise RuntimeError("ember.gradient does not support uint8 input.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("ember.gradient only supports edge_order=1 and edge_order=2.")
+    coordinates = isinstance(spacing, (tuple, list)) and builtins.any(
+        isinstance(s, Tensor) for s in spacing)
+    if input._dtype is dt.bool and not (coordinates and edge_order == 2):
+        # PyTorch's differences subtract bools (its second-order formula for coordinates
+        # multiplies them instead)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if dim is None:
+        dims = tuple(range(nd))
+    elif isinstance(dim, numbers.Integral):
+        dims = (wrap_dim(dim, nd),)
+    else:
+        dims = wrap_dims(tuple(dim), nd)
+    if isinstance(spacing, (tuple, list)):
+        if len(spacing) != len(dims) and dim is None:
+            raise RuntimeError(f"ember.gradient expected spacing to be unspecified, a scalar, "
+                               f"or a list of length equal to 'self.dim() = {nd}', since dim "
+                               f"argument was not given, but got a list of length "
+                               f"{len(spacing)}")
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but "
+                               f"got a spacing argument of length {len(spacing)} and a dim "
+                               f"argument of length {len(dims)}.".replace("torch.", "ember."))
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    for d in dims:
+        if input._data.shape[d] < edge_order + 1:
+            raise RuntimeError("ember.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    values = input if input._dtype._kind >= 2 else input.to(dt.get_default_dtype())
+    return tuple(_gradient_along(values, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f._data.shape[d]
+
+    def part(start, stop):
+        return f.narrow(d, start, stop - start)
+
+    if isinstance(h, Tensor):
+        if h._device is not f._device:
+            raise device_mismatch(f, h)
+        if h._data.ndim != 1 or h._data.shape[0] != n:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"as the input tensor and to have one dimension of size {n}"
+                               .replace("torch.", "ember."))
+        return _gradient_coordinates(f, d, h, edge_order, part, n)
+    # PyTorch's composite and its arithmetic: the central difference is divided by h, then by
+    # 2, and numbers apply through the Scalar overloads.
+    interior = div_scalar(part(2, n) - part(0, n - 2), h)
+    if edge_order == 1:
+        first = div_scalar(part(1, 2) - part(0, 1), h)
+        last = div_scalar(part(n - 1, n) - part(n - 2, n - 1), h)
+    else:
+        first = div_scalar(mul_scalar(part(0, 1), -1.5) + mul_scalar(part(1, 2), 2)
+                           - mul_scalar(part(2, 3), 0.5), h)
+        last = div_scalar(mul_scalar(part(n - 3, n - 2), 0.5) - mul_scalar(part(n - 2, n - 1), 2)
+                          + mul_scalar(part(n - 1, n), 1.5), h)
+    return cat([first, div_scalar(interior, 2), last], d)
+
+
+def _gradient_coordinates(f, d, coords, edge_order, part, n):
+    shape = [1] * f._data.ndim
+    shape[d] = -1
+
+    def along(t):
+        return t.reshape(shape)
+
+    # PyTorch's composite, op for op: each one-sided stencil is its three weights times the
+    # three slices, summed.
+    dx = coords.diff(1, 0)
+    if dx._dtype._kind < 2:
+        dx = dx.to(f._dtype)
+    dx1, dx2 = dx.narrow(0, 0, n - 2), dx.narrow(0, 1, n - 2)
+    a = along(-dx2 / (dx1 * (dx1 + dx2)))
+    b = along((dx2 - dx1) / (dx1 * dx2))
+    c = along(dx1 / (dx2 * (dx1 + dx2)))
+    interior = a * part(0, n - 2) + b * part(1, n - 1) + c * part(2, n)
+    if edge_order == 1:
+        first = (part(1, 2) - part(0, 1)) / dx[0]
+        last = (part(n - 1, n) - part(n - 2, n - 1)) / dx[-1]
+    else:
+        h1, h2 = dx[0], dx[1]
+        a = -(mul_scalar(h1, 2.0) + h2) / (h1 * (h1 + h2))
+        b = (h1 + h2) / (h1 * h2)
+        c = (-h1) / (h2 * (h1 + h2))
+        first = a * part(0, 1) + b * part(1, 2) + c * part(2, 3)
+        h1, h2 = dx[-2], dx[-1]
+        a = h2 / (h1 * (h2 + h1))
+        b = -(h2 + h1) / (h2 * h1)
+        c = (mul_scalar(h2, 2) + h1) / (h2 * (h2 + h1))
+        last = a * part(n - 3, n - 2) + b * part(n - 2, n - 1) + c * part(n - 1, n)
+    return cat([first, interior, last], d)
 
 
 # ---------------------------------------------------------------------------------------------

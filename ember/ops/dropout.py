@@ -82,3 +82,16 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_dropout(input, p=0.5, training=True, inplace=False):
     """Whole channels (dim 1 of an input with at least 2 dims) dropped together."""
     return _run(_dropout, input, p, training, inplace, feature_mask_shape(input))
+
+
+# torch's in-place spellings (``torch.dropout_``…)
+def dropout_(input, p=0.5, train=True):
+    return dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout_(input, p=0.5, train=False):
+    return alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout_(input, p=0.5, train=False):
+    return feature_alpha_dropout(input, p, train, inplace=True)

@@ -15,6 +15,7 @@ from .. import return_types
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
+from ._dispatch import check_same_device as _check_same_device
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 
 
@@ -1495,6 +1496,85 @@ def frexp(input):
         record(FrexpBackward0, (input,), mantissa_t, save=(exponent_t,))
     return _frexp_result((mantissa_t, exponent_t))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused multiply-adds: addcmul, addcdiv (addr is matmul.py's)
+# ---------------------------------------------------------------------------------------------
+
+def _scaled(product, value):
+    return product if (type(value) is int and value == 1) else product * value
+
+
+class AddcmulBackward0(Node):
+    """``input + value * tensor1 * tensor2`` (edges: input, tensor1, tensor2)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        t1, t2 = self.saved_tensors
+        scaled = _scaled(grad, self.value)
+        return (grad if self._edges[0] is not None else None,
+                scaled * t2 if self._edges[1] is not None else None,
+                scaled * t1 if self._edges[2] is not None else None)
+
+
+class AddcdivBackward0(Node):
+    """``input + value * tensor1 / tensor2`` (edges: input, tensor1, tensor2)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        t1, t2 = self.saved_tensors
+        scaled = _scaled(grad, self.value)
+        return (grad if self._edges[0] is not None else None,
+                scaled / t2 if self._edges[1] is not None else None,
+                -scaled * t1 / (t2 * t2) if self._edges[2] is not None else None)
+
+
+def _pointwise_product(node, input, tensor1, tensor2, value, product):
+    with no_grad():
+        res = input + _scaled(product(tensor1, tensor2), value)
+    if needs_grad(input, tensor1, tensor2):
+        record(node, (input, tensor1, tensor2), res, save=(tensor1, tensor2), value=value)
+    return res
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    _check_same_device(input, tensor1, tensor2)
+    rt = dt.promote_types(dt.promote_types(input._dtype, tensor1._dtype), tensor2._dtype)
+    if rt is dt.bool:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    if rt._kind == 1 and isinstance(value, float):
+        value = int(value)
+    res = _pointwise_product(AddcmulBackward0, input, tensor1, tensor2, value, lambda a, b: a * b)
+    return _maybe_out(res, out)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    _check_same_device(input, tensor1, tensor2)
+    if tensor1._dtype._kind <= 1 and tensor2._dtype._kind <= 1:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+            .replace("torch.", "ember."))
+    res = _pointwise_product(AddcdivBackward0, input, tensor1, tensor2, value, lambda a, b: a / b)
+    return _maybe_out(res, out)
+
+
+def fill(input, value):
+    """A new tensor like ``input`` filled with ``value`` (``torch.fill``, the out-of-place
+    ``fill_``); ``input``'s history gets a zero gradient, a tensor ``value`` the sum."""
+    return input.clone().fill_(value)
+
+
+def isreal(input):
+    if input._dtype._kind == 3:
+        return input.imag == 0
+    from .creation import ones_like
+    return ones_like(input, dtype=dt.bool)
 
 
 # ---------------------------------------------------------------------------------------------

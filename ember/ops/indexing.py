@@ -1,9 +1,11 @@
 """Indexing: ``tensor[key]`` and ``tensor[key] = value``, gather/scatter, index_select/index_add,
-masks, nonzero and sorting. Basic indexing (ints, slices, None, ...) returns views; tensor and
-list indices follow NumPy's advanced-indexing rules, which PyTorch shares."""
+masks, nonzero and sorting, index_reduce, unravel_index, fill_diagonal_. Basic indexing (ints,
+slices, None, ...) returns views; tensor and list indices follow NumPy's advanced-indexing
+rules, which PyTorch shares."""
 import builtins
 import math
 import operator
+from numbers import Integral as _Integral
 
 from numpy import generic as _np_generic, iinfo as _np_iinfo
 
@@ -15,6 +17,8 @@ from .shape import make_view, SliceBackward0, SelectBackward0, UnsqueezeBackward
 from .elementwise import where, _not_implemented, _require_tensor
 from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
+from ._dispatch import check_same_device as _check_same_device
+from ._dispatch import CompositeBackward, record_composite
 
 
 def _needs(t):
@@ -1375,3 +1379,135 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if _needs(input):
         record(TopkBackward0, (input,), values, save=(indices,), dim=d, in_shape=input._data.shape)
     return _topk_result((values, indices))
+
+
+# ---------------------------------------------------------------------------------------------
+# unravel_index
+# ---------------------------------------------------------------------------------------------
+
+def unravel_index(indices, shape):
+    if not isinstance(indices, Tensor):
+        raise AttributeError(f"'{type(indices).__name__}' object has no attribute 'is_complex'")
+    if indices._dtype._kind > 1 or indices._dtype is dt.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got "
+                        f"{_torch_dtype_name(indices._dtype)}")
+    if isinstance(shape, _Integral):
+        shape = (int(shape),)
+    shape = tuple(operator.index(s) for s in shape)
+    if builtins.any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    if 0 in shape and indices._data.size:
+        raise RuntimeError("ZeroDivisionError")
+    # PyTorch applies floor division and modulo without a range check: out-of-range and
+    # negative indices wrap around (-1 is the last element).
+    flat = indices._data.astype("int64")
+    coords = []
+    for size in reversed(shape):
+        coords.append(flat % size if size else flat)
+        flat = flat // size if size else flat
+    return tuple(_wrap(c, dt.int64, indices) for c in reversed(coords))
+
+
+def _torch_dtype_name(d):
+    return f"ember.{d.name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# index_reduce
+# ---------------------------------------------------------------------------------------------
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+_warned_index_reduce = False
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    global _warned_index_reduce
+    if not _warned_index_reduce:
+        _warned_index_reduce = True
+        import warnings
+        warnings.warn("index_reduce() is in beta and the API may change at any time.",
+                      UserWarning, stacklevel=2)
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    _check_same_device(input, index, source)
+    if index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{dtype_name(index._dtype)}")
+    if index._data.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index._data.ndim} with type: {dtype_name(index._dtype)} and size: "
+                         f"{list(index._data.shape)}")
+    if input._dtype is not source._dtype:
+        raise RuntimeError(f"index_reduce_(): self ({dtype_name(input._dtype)}) and source "
+                           f"({dtype_name(source._dtype)}) must have the same scalar type")
+    if input._dtype is dt.bool and (reduce == "mean" or not include_self):
+        kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    source_shape = source._data.shape
+    if builtins.max(len(source_shape), 1) != builtins.max(nd, 1) or builtins.any(
+            s != t for i, (s, t) in enumerate(zip(source_shape, input._data.shape)) if i != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input._data.shape)} "
+                           f"source.shape = {list(source_shape)}")
+    n_index = index._data.size
+    source_len = source_shape[d] if source_shape else 1
+    if n_index != source_len and not source_shape:
+        # PyTorch asks a 0-d source for its size along dim
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if n_index != source_len:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({n_index}) should be equal to "
+                           f"source.size(dim): ({source_len}), for dim: {dim}")
+    size = input._data.shape[d] if nd else 1
+    if n_index:
+        lo, hi = int(index._data.min()), int(index._data.max())
+        if lo < -size or hi >= size:
+            raise IndexError("index out of range in self")
+    if nd == 0:
+        return scatter_reduce(input, 0, index.reshape(()).to(dt.int64), source, reduce,
+                                     include_self=include_self) if n_index else input.clone()
+    shape = [1] * nd
+    shape[d] = n_index
+    wrapped = index.to(dt.int64)
+    xp = index._backend.xp
+    wrapped = _wrap(xp.where(wrapped._data < 0, wrapped._data + size, wrapped._data), dt.int64,
+                    index)
+    scatter_index = wrapped.reshape(shape).expand(source._data.shape)
+    res = record_composite(IndexReduceBackward0, (input, source), lambda input, source: scatter_reduce(input, d, scatter_index, source, reduce, include_self=include_self))
+    if out is None:
+        return res
+    from .inplace import copy_into_out
+    return copy_into_out(out, res)
+
+
+class IndexReduceBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# fill_diagonal_
+# ---------------------------------------------------------------------------------------------
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    shape = self._data.shape
+    nd = len(shape)
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if nd > 2 and builtins.any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    xp = self._backend.xp
+    numel = self._data.size
+    if nd == 2:
+        height, width = shape
+        step = width + 1
+        stop = numel if wrap else builtins.min(height, width) * width
+    else:
+        step = builtins.sum(shape[0] ** k for k in builtins.range(nd))
+        stop = numel
+    mask = xp.zeros(numel, dtype=bool)
+    mask[0:stop:step] = True
+    mask_t = _wrap(mask.reshape(shape), dt.bool, self)
+    from .inplace import inplace
+    return inplace(self, masked_fill, mask_t, fill_value)

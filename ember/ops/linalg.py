@@ -1,5 +1,6 @@
 """Matrix decompositions, solvers, determinants and matrix norms: ``torch.linalg`` and the
-top-level and ``Tensor`` spellings of the same ops (``inverse``, ``det``, ``svd``...).
+top-level and ``Tensor`` spellings of the same ops (``inverse``, ``det``, ``svd``...), LAPACK's
+compact QR (``geqrf``, ``orgqr``, ``ormqr``) and ``dist``, ``renorm``, ``trace``.
 
 Each forward is one batched call of the backend's ``xp.linalg`` (NumPy's gufuncs take stacks of
 matrices, so there is no loop over batch entries). Backward formulas are written in Ember ops,
@@ -44,12 +45,13 @@ from .reduce import norm as _p_norm, _quiet
 __all__ = ["inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve",
            "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp",
            "triangular_solve", "cross", "chain_matmul", "lu", "lu_unpack", "lu_solve",
-           "norm_except_dim"]
+           "norm_except_dim", "dist", "renorm", "trace", "geqrf", "orgqr", "ormqr"]
 
 METHODS = ["inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve",
            "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp",
-           "triangular_solve", "cross", "lu", "lu_solve"]
-INPLACE = []
+           "triangular_solve", "cross", "lu", "lu_solve", "dist", "renorm", "trace",
+           "geqrf", "orgqr", "ormqr"]
+INPLACE = ["renorm"]
 
 # The ``ember.linalg`` functions (bound there by ``ember/linalg.py``).
 LINALG = ["norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "solve", "solve_ex", "det",
@@ -1167,6 +1169,150 @@ def qr(input, some=True, *, out=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# geqrf, orgqr, ormqr: QR in LAPACK's compact Householder form
+# ---------------------------------------------------------------------------------------------
+
+class GeqrfBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, *grads):
+        raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+def _check_lapack_dtype(name, d):
+    if d._kind < 2 or d in (dt.float16, dt.bfloat16):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dtype_name(d)}'")
+
+
+def geqrf(input, *, out=None):
+    if input._data.ndim < 2:
+        raise RuntimeError("ember.geqrf: input must have at least 2 dimensions.")
+    _check_lapack_dtype("geqrf", input._dtype)
+    xp = input._backend.xp
+    m, n = input._data.shape[-2:]
+    batch = input._data.shape[:-2]
+    if m == 0 or n == 0:
+        h = xp.zeros(input._data.shape, dtype=input._dtype.np)
+        tau = xp.zeros(batch + (0,), dtype=input._dtype.np)
+    else:
+        # NumPy's "raw" QR is LAPACK's geqrf, returned in Fortran (transposed) layout.
+        raw, tau = xp.linalg.qr(input._data, mode="raw")
+        h = xp.ascontiguousarray(xp.swapaxes(raw, -1, -2)).astype(input._dtype.np, copy=False)
+        tau = tau.astype(input._dtype.np, copy=False)
+    a_t, tau_t = _wrap(h, input._dtype, input), _wrap(tau, input._dtype, input)
+    if needs_grad(input):
+        record_multi(GeqrfBackward0, (input,), (a_t, tau_t))
+    res = return_types.geqrf((a_t, tau_t))
+    if out is not None:
+        _finish_out(a_t, out[0])
+        _finish_out(tau_t, out[1])
+        return return_types.geqrf_out(out)
+    return res
+
+
+def _reflectors(input, tau):
+    """(V, T^-1) with H_1 ... H_k = I - V T V^H: V the unit lower-trapezoidal reflector vectors
+    stored below input's diagonal, T upper triangular, T^-1 = diag(1 / tau) + striu(V^H V).
+    A reflector with tau = 0 is the identity: its vector is zeroed and its tau replaced by 1."""
+    from .. import ops
+    m = input._data.shape[-2]
+    k = tau._data.shape[-1]
+    cols = input[..., :, :k]
+    eye = ops.eye(m, k, dtype=input._dtype, device=input._device)
+    vectors = ops.tril(cols, -1) + eye
+    identity = tau == 0
+    vectors = ops.where(identity.unsqueeze(-2), ops.zeros_like(vectors), vectors)
+    safe_tau = ops.where(identity, ops.ones_like(tau), tau)
+    gram = ops.matmul(vectors.mH if vectors._dtype._kind == 3 else vectors.mT, vectors)
+    t_inverse = ops.triu(gram, 1) + ops.diag_embed(1 / safe_tau)
+    return vectors, t_inverse
+
+
+def _apply_q(input, tau, other, left, adjoint):
+    """op(Q) @ other (``left``) or other @ op(Q), op the conjugate transpose when ``adjoint``."""
+    from .. import ops
+    vectors, t_inverse = _reflectors(input, tau)
+    vh = vectors.mH if vectors._dtype._kind == 3 else vectors.mT
+    if left:
+        # Q other = other - V T V^H other;  Q^H other = other - V T^H V^H other
+        projected = ops.matmul(vh, other)
+        solved = solve_triangular(t_inverse.mH if adjoint else t_inverse, projected,
+                                         upper=not adjoint)
+        return other - ops.matmul(vectors, solved)
+    # other Q = other - (other V) T V^H;  other Q^H = other - (other V) T^H V^H
+    projected = ops.matmul(other, vectors)
+    solved = solve_triangular(t_inverse.mH if adjoint else t_inverse, projected,
+                                     upper=not adjoint, left=False)
+    return other - ops.matmul(solved, vh)
+
+
+def _check_householder(name, input, tau):
+    _check_same_device(input, tau)
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if tau._data.shape[:-1] != input._data.shape[:-2] or tau._data.ndim != input._data.ndim - 1:
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau._data.shape[:-1])}")
+    if tau._dtype is not input._dtype:
+        raise RuntimeError(f"{name}: tau dtype {dtype_name(tau._dtype)} does not match input "
+                           f"dtype {dtype_name(input._dtype)}")
+    _check_lapack_dtype("orgqr" if "householder" in name else "ormqr", input._dtype)
+
+
+def orgqr(input, tau):
+    """The first n columns of Q = H_1 ... H_k from geqrf's output (linalg.householder_product)."""
+    name = "ember.linalg.householder_product"
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = input._data.shape[-2:]
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if n < tau._data.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    _check_householder(name, input, tau)
+    from .. import ops
+    eye = ops.eye(m, n, dtype=input._dtype, device=input._device)
+    eye = eye.expand(input._data.shape[:-2] + (m, n))
+    return record_composite(LinalgHouseholderProductBackward0, (input, tau),
+                            lambda input, tau: _apply_q(input, tau, eye, True, False))
+
+
+class LinalgHouseholderProductBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class OrmqrBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    name = "ember.ormqr"
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if other._data.ndim < 2:
+        raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
+    _check_same_device(input, other)
+    m = input._data.shape[-2]
+    side = -2 if left else -1
+    if other._data.shape[side] != m:
+        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
+    k = tau._data.shape[-1]
+    if k > min(other._data.shape[side], input._data.shape[-1]):
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           "input.shape[-1])")
+    _check_householder(name, input, tau)
+    if other._dtype is not input._dtype:
+        raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but "
+                           f"input has dtype {dtype_name(input._dtype)} and other has dtype "
+                           f"{dtype_name(other._dtype)}")
+    res = record_composite(OrmqrBackward0, (input, tau, other),
+                           lambda input, tau, other: _apply_q(input, tau, other, left, transpose))
+    return _finish_out(res, out)
+
+
+# ---------------------------------------------------------------------------------------------
 # svd, svdvals
 # ---------------------------------------------------------------------------------------------
 
@@ -1974,6 +2120,77 @@ def _linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
         return matrix_norm(A, ord, dim if dim is not None else (0, 1), keepdim, dtype=dtype,
                            out=out)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# dist, renorm, trace
+# ---------------------------------------------------------------------------------------------
+
+def dist(input, other, p=2):
+    _check_same_device(input, other)
+    diff = input - other
+    if diff._dtype._kind < 2:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {dtype_name(diff._dtype)} instead.")
+    return record_composite(DistBackward0, (input, other),
+                            lambda a, b: vector_norm(a - b, p))
+
+
+class DistBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+class RenormBackward0(CompositeBackward):
+    __slots__ = ()
+
+
+def renorm(input, p, dim, maxnorm):
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if input._dtype._kind < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {dtype_name(input._dtype)}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    nd = input._data.ndim
+    if nd <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    d = wrap_dim(dim, nd)
+    from .. import ops
+    others = tuple(i for i in range(nd) if i != d)
+
+    def scaled(input):
+        norms = vector_norm(input, p, dim=others, keepdim=True)
+        # PyTorch scales by maxnorm / (norm + 1e-7) where the norm exceeds maxnorm, and its
+        # gradient flows through the norm as well.
+        factor = ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), ops.ones_like(norms))
+        return input * factor
+    return record_composite(RenormBackward0, (input,), scaled)
+
+
+def trace(input):
+    if input._dtype is dt.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    if input._data.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    from .. import ops
+    with grad_mode.no_grad():
+        res = ops.diagonal(input).sum()
+    if needs_grad(input):
+        record(TraceBackward0, (input,), res, shape=tuple(input.shape))
+    return res
+
+
+class TraceBackward0(Node):
+    """The gradient is ``grad`` on the diagonal, 0 elsewhere."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        rows, cols = self.shape
+        from .. import ops
+        eye = ops.eye(rows, cols, dtype=grad.dtype, device=grad.device)
+        return (eye * grad,)
 
 
 # ``ember.linalg`` spellings that differ from the top-level functions of the same name.

@@ -6,12 +6,13 @@ from .. import _dtype as dt
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name,
                         wrap_dim_no_scalar, checked_int_scalar)
-from .elementwise import _conj
+from ._dispatch import check_same_device as _check_same_device
+from .elementwise import _conj, _scaled, fill, logical_and, logical_or
 from .._layout import strided as _STRIDED
 from .shape import transposed_gradient, unsafe_view, SqueezeBackward4
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
-           "baddbmm", "addbmm", "tensordot", "einsum", "kron"]
+           "baddbmm", "addbmm", "tensordot", "einsum", "kron", "addr"]
 
 
 class MmBackward0(Node):
@@ -744,3 +745,42 @@ def kron(input, other):
     b = unsafe_view(other, tuple(x for s in b_shape for x in (1, s)))
     product = a * b
     return unsafe_view(product, tuple(p * q for p, q in zip(a_shape, b_shape)))
+
+
+# ---------------------------------------------------------------------------------------------
+# addr: input + outer product
+# ---------------------------------------------------------------------------------------------
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    _check_same_device(input, vec1, vec2)
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if v._data.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v._data.ndim}-D")
+    from .creation import zeros_like
+    rt = dt.promote_types(dt.promote_types(input._dtype, vec1._dtype), vec2._dtype)
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        if rt._kind <= 1 and isinstance(scalar, float):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+    if all(t._dtype is dt.bool for t in (input, vec1, vec2)):
+        input = input.expand(vec1._data.shape[0], vec2._data.shape[0])
+        # PyTorch's boolean addr: (beta and input) or (alpha and vec1 outer vec2)
+        prod = logical_and(vec1.unsqueeze(1), vec2.unsqueeze(0))
+        res = logical_or(prod if alpha else zeros_like(prod),
+                         input if beta else zeros_like(input))
+    else:
+        # the outer product is taken in the result dtype (a uint8 one against a float input
+        # does not wrap around)
+        def composition(input, vec1, vec2):
+            input = input.expand(vec1._data.shape[0], vec2._data.shape[0])
+            product = outer(vec1.to(rt), vec2.to(rt))
+            if beta == 0:
+                # beta == 0 ignores input entirely (NaN and infinity included), as in PyTorch.
+                return _scaled(product, alpha) + fill(input, 0)
+            return _scaled(input, beta) + _scaled(product, alpha)
+        res = record_composite(AddrBackward0, (input, vec1, vec2), composition)
+    return _into_out(res, out)
+
+
+class AddrBackward0(CompositeBackward):
+    __slots__ = ()

@@ -1,4 +1,5 @@
-"""Reductions, scans and normalisers (softmax).
+"""Reductions, scans and normalisers (softmax), and the covariance and correlation matrices
+(``cov``, ``corrcoef``).
 
 As in PyTorch, float16/bfloat16 accumulate in float32, integer and bool sums and products
 become int64, and a reduction over an empty dim gives the operation's identity (0 for sum, 1 for
@@ -13,14 +14,14 @@ import warnings
 from .. import _dtype as dt
 from .._layout import strided as _STRIDED
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dims,
-                        wrap_dim, dtype_name)
+                        wrap_dim, dtype_name, device_mismatch)
 from ..autograd.grad_mode import no_grad
 from .. import return_types
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
            "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "return_types",
-           "aminmax"]
+           "aminmax", "cov", "corrcoef"]
 
 _LOW = (dt.float16, dt.bfloat16)
 
@@ -627,6 +628,92 @@ def logsumexp(input, dim, keepdim=False):
         record(LogsumexpBackward0, (input,), res, save=(input,), save_out=True, axes=axes,
                keepdim=keepdim)
     return res
+
+
+# ---------------------------------------------------------------------------------------------
+# cov, corrcoef
+# ---------------------------------------------------------------------------------------------
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    from .. import ops
+    from .elementwise import mul_scalar
+    if input._data.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input._data.ndim} dimensions")
+    if input._dtype is dt.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    observations = input if input._data.ndim == 2 else input.reshape(1, -1)
+    n_obs = observations._data.shape[1]
+    weights = None
+    if fweights is not None:
+        _check_cov_weights(input, fweights, "fweights", n_obs, floating=False)
+        weights = fweights
+    if aweights is not None:
+        _check_cov_weights(input, aweights, "aweights", n_obs, floating=True)
+        weights = aweights if weights is None else weights * aweights
+    if observations._dtype._kind <= 1:
+        observations = observations.to(dt.get_default_dtype())
+
+    # PyTorch's composite, op for op: sums divided by the weight total (a 0-d int64 tensor
+    # without weights), the centred observations multiplied by their own (weighted) transpose.
+    if weights is None:
+        w_sum = _wrap(input._backend.xp.asarray(n_obs, dtype=dt.int64.np), dt.int64, input)
+        avg = observations.sum(1) / w_sum
+    else:
+        w_sum = weights.sum()
+        if not bool(w_sum != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+        avg = (observations * weights).sum(1) / w_sum
+    if weights is not None and aweights is not None and correction != 0:
+        norm = w_sum - mul_scalar((weights * aweights).sum(), correction) / w_sum
+    elif weights is not None and correction == 0:
+        norm = w_sum
+    else:
+        norm = w_sum - correction
+    if float(norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm = norm.zero_()
+    centered = observations - avg.unsqueeze(1)
+    scaled = centered if weights is None else centered * weights
+    return (ops.mm(centered, scaled.t().conj()) / norm).squeeze()
+
+
+def _check_cov_weights(input, weights, name, n_obs, floating):
+    """PyTorch's checks of cov's ``fweights`` (integral) or ``aweights`` (``floating``)."""
+    if weights._device is not input._device:
+        raise device_mismatch(input, weights)
+    if weights._data.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {weights._data.ndim} dimensions")
+    wrong_kind = weights._dtype._kind != (2 if floating else 1)
+    if wrong_kind:
+        kind = "floating point" if floating else "integral"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{dtype_name(weights._dtype)} dtype")
+    if weights.numel() != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {weights.numel()} != {n_obs}")
+    if weights.numel() and float(weights.min()) < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
+def corrcoef(input):
+    from .. import ops
+    if input._data.ndim > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input._data.ndim} dimensions")
+    c = cov(input)
+    if c._data.ndim == 0:
+        return c / c
+    d = ops.diagonal(c)
+    stddev = ops.sqrt(ops.real(d) if d._dtype._kind == 3 else d)
+    c = c / stddev.view(-1, 1)
+    c = c / stddev.view(1, -1)
+    if c._dtype._kind == 3:
+        # As NumPy: the real and imaginary parts clipped separately.
+        return ops.complex(ops.clip(ops.real(c), -1, 1), ops.clip(ops.imag(c), -1, 1))
+    return ops.clip(c, -1, 1)
 
 
 # ---------------------------------------------------------------------------------------------

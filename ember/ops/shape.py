@@ -1,8 +1,11 @@
 """Shape ops. Views share memory (and the version counter) with their base; each view remembers
 how to replay itself on another tensor (``_view_fn``), which in-place writes through views and
-the backward of slicing both use. Copying shape ops (cat, stack, flip…) follow."""
+the backward of slicing both use. Copying shape ops (cat, stack, flip…) follow; last the split
+aliases and the in-place view ops (``t_``, ``squeeze_``…, ``as_strided_``) and ``resize_``,
+which give a tensor itself a new geometry."""
 import builtins
 import operator
+import warnings as _warnings
 import weakref
 
 from .. import _dtype as dt
@@ -13,6 +16,8 @@ from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, w
                         wrap_dim_no_scalar, wrap_dims, device_mismatch)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 from ..autograd.graph import _type_name
+from .._tensor import _contiguous_strides
+from .inplace import check_inplace as _check_inplace
 
 
 def _needs(t):
@@ -1346,3 +1351,238 @@ class Rot90Backward0(Node):
 
 def ravel(input):
     return input.contiguous().view(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Split aliases and row_stack
+# ---------------------------------------------------------------------------------------------
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, [operator.index(s) for s in split_sizes], dim)
+
+
+# PyTorch's unsafe_* variants return pieces that share the input's memory but are not tracked
+# as views: each may be modified in place (a split's views may not), at the caller's risk.
+def _untracked(pieces, input, sizes, dim, node):
+    outs = tuple(_wrap(p._data, p._dtype, p) for p in pieces)
+    vc = input._ensure_vc()
+    for out in outs:
+        out._vc = vc
+    if needs_grad(input):
+        record_multi(node, (input,), outs, dim=wrap_dim(dim, input._data.ndim), sizes=sizes)
+    return outs
+
+
+def _split_node(name):
+    """PyTorch's nodes for the unsafe splits: split's backward under their own names."""
+    return type(name, (SplitBackward0,), {"__slots__": ()})
+
+
+UnsafeSplitBackward0 = _split_node("UnsafeSplitBackward0")
+UnsafeSplitWithSizesBackward0 = _split_node("UnsafeSplitWithSizesBackward0")
+
+
+def unsafe_split(input, split_size, dim=0):
+    pieces = split(input.detach(), split_size, dim)
+    return _untracked(pieces, input, [p._data.shape[wrap_dim(dim, input._data.ndim)]
+                                      for p in pieces], dim, UnsafeSplitBackward0)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    sizes = [operator.index(s) for s in split_sizes]
+    return _untracked(split(input.detach(), sizes, dim), input, sizes, dim,
+                      UnsafeSplitWithSizesBackward0)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    pieces = chunk(input.detach(), chunks, dim)
+    return _untracked(pieces, input, [p._data.shape[wrap_dim(dim, input._data.ndim)]
+                                      for p in pieces], dim, UnsafeSplitBackward0)
+
+
+def dsplit(input, indices_or_sections):
+    if input._data.ndim < 3:
+        raise RuntimeError(f"ember.dsplit requires a tensor with at least 3 dimension, but got "
+                           f"a tensor with {input._data.ndim} dimensions!")
+    if isinstance(indices_or_sections, int) and indices_or_sections != 0 \
+            and input.shape[2] % indices_or_sections:
+        raise RuntimeError(f"ember.dsplit attempted to split along dimension 2, but the size of "
+                           f"the dimension {input.shape[2]} is not divisible by the split_size "
+                           f"{indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, 2)
+
+
+def row_stack(tensors, *, out=None):
+    res = vstack(tensors)
+    if out is None:
+        return res
+    from .inplace import copy_into_out
+    return copy_into_out(out, res)
+
+
+# ---------------------------------------------------------------------------------------------
+# In-place view ops: self takes the view's metadata and (when recording) its history
+# ---------------------------------------------------------------------------------------------
+
+def _inplace_view(self, undo, view_op, *args, node=None):
+    """Give ``self`` the geometry (and, when recording, the history) of ``view_op(self)``.
+    ``undo`` maps a tensor of the new geometry back to the old one: views taken of ``self``
+    earlier replay themselves through it, since their replay functions start from ``self``.
+    ``node`` is PyTorch's name for the in-place overload (``TransposeBackward1``…), a subclass
+    of the out-of-place node with the same backward."""
+    _check_inplace(self)
+    result = view_op(self, *args)
+    if node is not None and result.grad_fn is not None:
+        result.grad_fn.__class__ = node
+    self._data = result._data
+    if self._base is not None:
+        self._view_fn = result._view_fn
+    else:
+        _replay_views_through(self, undo, result)
+    if _grad_state.enabled and result._requires_grad:
+        self.grad_fn = result.grad_fn
+        self._requires_grad = True
+        self.__dict__.pop("_output_nr", None)
+    self._bump_version()
+    return self
+
+
+def _replay_views_through(root, undo, skip):
+    refs = root.__dict__.get("_views")
+    if not refs:
+        return
+    for ref in refs:
+        view = ref()
+        if view is not None and view is not skip:
+            view._view_fn = lambda t, replay=view._view_fn: replay(undo(t))
+
+
+def _reshape_back(self):
+    shape = tuple(self._data.shape)
+    return lambda t: t.reshape(shape)
+
+
+def t_(self):
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self._data.ndim}D")
+    undo = (lambda t: t.t()) if self._data.ndim == 2 else (lambda t: t)
+    return _inplace_view(self, undo, t, node=TBackward1)
+
+
+def transpose_(self, dim0, dim1):
+    return _inplace_view(self, lambda t: t.transpose(dim0, dim1), transpose, dim0, dim1,
+                         node=TransposeBackward1)
+
+
+swapaxes_ = swapdims_ = transpose_
+
+
+def squeeze_(self, dim=None):
+    node = (SqueezeBackward3 if dim is None else
+            SqueezeBackward5 if isinstance(dim, (tuple, list)) else SqueezeBackward4)
+    return _inplace_view(self, _reshape_back(self), squeeze, dim, node=node)
+
+
+def unsqueeze_(self, dim):
+    return _inplace_view(self, _reshape_back(self), unsqueeze, dim,
+                         node=UnsqueezeBackward1)
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    if self._base is None:
+        # Ember's storage is a root tensor's whole array, and self's new geometry may cover
+        # only part of it: a hidden root takes over self's array, history and views, and
+        # self becomes a view of it.
+        _check_inplace(self)
+        _hand_storage_to_hidden_root(self)
+    from .cumulative import as_strided  # a later family
+    return _inplace_view(self, None, as_strided, size, stride, storage_offset)
+
+
+def _hand_storage_to_hidden_root(self):
+    root = _wrap(self._data, self._dtype, self)
+    root._requires_grad = self._requires_grad
+    root.grad_fn = self.grad_fn
+    if self._output_nr:
+        root._output_nr = self._output_nr
+    root._vc = self._ensure_vc()
+    for key in ("_views", "_views_limit"):
+        if key in self.__dict__:
+            root.__dict__[key] = self.__dict__.pop(key)
+    for ref in root.__dict__.get("_views", ()):
+        view = ref()
+        if view is not None:
+            view._base = root
+    root.__dict__.setdefault("_views", []).append(weakref.ref(self))
+    self._base = root
+    self._view_fn = lambda t: t
+
+
+# ---------------------------------------------------------------------------------------------
+# resize_
+# ---------------------------------------------------------------------------------------------
+
+def resize_(self, *sizes, memory_format=None):
+    if self._requires_grad and _grad_state.enabled:
+        raise RuntimeError("cannot resize variables that require grad")
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    shape = tuple(operator.index(s) for s in sizes)
+    if builtins.any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                           f"{list(shape)}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    xp = self._backend.xp
+    root = self._base if self._base is not None else self
+    root_data = root._data
+    if root_data.flags.c_contiguous and (self is root or self.is_contiguous()):
+        # Like PyTorch, the tensor reads its storage from its own offset on, contiguously.
+        offset = self.storage_offset()
+        flat = root_data.reshape(-1)
+        if offset + numel <= flat.size:
+            if self._base is None and numel == flat.size:
+                old_shape = tuple(self._data.shape)
+                _replay_views_through(self, lambda t: t.reshape(old_shape), None)
+            elif self._base is None:
+                _hand_storage_to_hidden_root(self)
+            self._data = flat[offset:offset + numel].reshape(shape)
+            if self._base is not None:
+                strides = _contiguous_strides(shape)
+                self._view_fn = lambda t: t.as_strided(shape, strides, offset)
+            self._bump_version()
+            return self
+        grown = xp.empty(offset + numel, dtype=root_data.dtype)
+        grown[:flat.size] = flat
+        data = grown[offset:offset + numel].reshape(shape)
+    else:
+        old = self._data.reshape(-1)
+        data = xp.empty(numel, dtype=old.dtype)
+        kept = builtins.min(numel, old.size)
+        data[:kept] = old[:kept]
+        data = data.reshape(shape)
+    # The storage grew: the tensor now owns a new one, no longer shared with its views/base.
+    self._data = data
+    for attr in ("_base", "_view_fn", "_vc"):
+        self.__dict__.pop(attr, None)
+    self._bump_version()
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    return resize_(self, tuple(the_template.shape))
+
+
+def resize(self, *sizes):
+    _warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    out = self.detach().clone() if self._requires_grad else self.clone()
+    return resize_(out, *sizes)
+
+
+def resize_as(self, tensor):
+    _warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return resize(self, tuple(tensor.shape))

@@ -12,6 +12,7 @@ among equal values unspecified); ``median``/``kthvalue`` take the stable sort's 
 equal values (PyTorch's CPU kernel uses nth_element there, whose choice is unspecified, as it is
 for nanmedian of an all-NaN row). NaN sorts last; median of a row holding NaN is the first NaN.
 """
+import builtins
 import math
 import numbers
 
@@ -26,8 +27,8 @@ from .shape import broadcast_tensors, unsqueeze, transpose, view, flatten
 from .. import return_types
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
-           "unique_consecutive", "searchsorted", "bucketize", "histc", "histogram", "bincount",
-           "isin"]
+           "unique_consecutive", "searchsorted", "bucketize", "histc", "histogram", "histogramdd",
+           "bincount", "isin"]
 METHODS = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
            "unique_consecutive", "histc", "histogram", "bincount"]
 INPLACE = []
@@ -498,7 +499,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 
 # ---------------------------------------------------------------------------------------------
-# histc, histogram, bincount
+# histc, histogram, bincount, histogramdd
 # ---------------------------------------------------------------------------------------------
 
 def _c_number(value):
@@ -692,6 +693,37 @@ def bincount(input, weights=None, minlength=0):
     if weights is not None and needs_grad(weights):
         record(_NoDerivative, (weights,), result, op_name="bincount")
     return result
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False, out=None):
+    if input._dtype._kind != 2:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{dtype_name(input._dtype)}'")
+    if input._data.ndim < 2:
+        raise RuntimeError("ember.histogramdd: input tensor should have at least 2 dimensions")
+    xp = input._backend.xp
+    n_dims = input._data.shape[-1]
+    samples = input._data.reshape(-1, n_dims).astype("float64")
+    if isinstance(bins, numbers.Integral):
+        bins_arg = [int(bins)] * n_dims
+    elif isinstance(bins, Tensor):
+        bins_arg = [bins]
+    else:
+        bins_arg = list(bins)
+    if len(bins_arg) != n_dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    bins_arg = [b._data.astype("float64") if isinstance(b, Tensor) else b for b in bins_arg]
+    ranges = None
+    if range is not None:
+        ranges = [(float(range[2 * i]), float(range[2 * i + 1])) for i in builtins.range(n_dims)]
+    w = None if weight is None else weight._data.reshape(-1).astype("float64")
+    hist, edges = xp.histogramdd(samples, bins=bins_arg, range=ranges, weights=w,
+                                 density=density)
+    np_dtype = input._dtype.np
+    hist_t = _wrap(hist.astype(np_dtype), input._dtype, input)
+    edge_ts = tuple(_wrap(xp.asarray(e).astype(np_dtype), input._dtype, input) for e in edges)
+    return return_types.histogramdd((hist_t, edge_ts))
 
 
 # ---------------------------------------------------------------------------------------------

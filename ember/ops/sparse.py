@@ -849,3 +849,9 @@ def softmax(input, dim, *, dtype=None):
 
 def log_softmax(input, dim, *, dtype=None):
     return _softmax(input, dim, dtype, log=True)
+
+
+def spmm(input, mat2):
+    """Dense ``input @ mat2`` (PyTorch's sparse-times-dense product, given dense operands)."""
+    from .matmul import mm as dense_mm
+    return dense_mm(input, mat2)

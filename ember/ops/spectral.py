@@ -17,16 +17,31 @@ one-dimensional one for one dim), which handles the batch axes itself.
 A kernel's ``normalization`` is PyTorch's ``fft_norm_mode``: how the result is scaled (not at
 all, by 1/sqrt(n), by 1/n), whatever the direction; ``norm=`` names the scaling by the
 direction it applies to, and ``_norm_mode`` translates, as PyTorch's ``norm_from_string``.
+
+The short-time transforms ``stft``/``istft`` are framed signals through the same kernels (the
+frames one ``as_strided`` view, the overlap-add ``unfold_backward``), and the window functions
+(``hann_window``…) they are usually given are computed in float64 and rounded once.
 """
+import builtins
+import math
 import operator
+import warnings
 
 from .. import _dtype as dt
-from ._dispatch import Node, needs_grad, record, _wrap, wrap_dim, wrap_dim_no_scalar, dtype_name
+from ..backends import get_backend
+from ._dispatch import (Node, needs_grad, record, _wrap, wrap_dim, wrap_dim_no_scalar,
+                        dtype_name, device_mismatch)
+from . import creation as _creation
 from .shape import roll, narrow
 from .conv import constant_pad_nd
 from .complex import conj, conj_physical
 
-__all__ = []  # the ember.fft namespace (ember/fft.py) exports these
+# Top-level: the windows and the short-time transforms; the ember.fft namespace
+# (ember/fft.py) exports the transforms.
+__all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+           "kaiser_window", "stft", "istft"]
+METHODS = ["stft", "istft"]
+INPLACE = []
 
 _COMPLEX_OF = {dt.float32: dt.complex64, dt.float64: dt.complex128}
 
@@ -423,6 +438,287 @@ def _out(res, out):
         return res
     from .inplace import copy_into_out
     return copy_into_out(out, res)
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows
+# ---------------------------------------------------------------------------------------------
+
+def _window(name, window_length, periodic, dtype, device, requires_grad, formula):
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    d = dt.check_dtype(dtype, name) or dt.get_default_dtype()
+    if d._kind != 2:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {d}")
+    dev = _creation.resolve_device(device)
+    xp = get_backend(dev).xp
+    if window_length <= 1:
+        data = xp.ones((window_length,), dtype=d.np)
+    else:
+        n = window_length + 1 if periodic else window_length
+        values = formula(xp, xp.arange(n, dtype="float64"), n)
+        data = values[:window_length].astype(d.np)
+    return _creation._finish(data, d, dev, requires_grad)
+
+
+def _cosine_sum(*coefficients):
+    def formula(xp, k, n):
+        phase = 2 * math.pi * k / (n - 1)
+        return builtins.sum(c * xp.cos(i * phase) for i, c in enumerate(coefficients))
+    return formula
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                pin_memory=False, requires_grad=False):
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosine_sum(0.5, -0.5))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, pin_memory=False, requires_grad=False):
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosine_sum(alpha, -beta))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosine_sum(0.42, -0.5, 0.08))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    def formula(xp, k, n):
+        return 1 - xp.abs(2 * k / (n - 1) - 1)
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, pin_memory=False, requires_grad=False):
+    def formula(xp, k, n):
+        half = (n - 1) / 2
+        ratio = (k - half) / half
+        return xp.i0(beta * xp.sqrt(xp.clip(1 - ratio * ratio, 0, None))) / xp.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)
+
+
+# ---------------------------------------------------------------------------------------------
+# stft, istft
+# ---------------------------------------------------------------------------------------------
+
+def _stft_prefix(name, input, n_fft, hop_length, win_length, window):
+    shape = list(input._data.shape)
+    return (f"{name}(ember.Tensor{shape}, n_fft={n_fft}, hop_length={hop_length}, "
+            f"win_length={win_length}, window={'None' if window is None else 'Tensor'}) : ")
+
+
+def _check_window(window, win_length, like, prefix):
+    if window is None:
+        return
+    if window._device is not like._device:
+        raise device_mismatch(like, window)
+    if window._data.ndim != 1 or window._data.shape[0] != win_length:
+        raise RuntimeError(f"{prefix}expected a 1D window tensor of size equal to "
+                           f"win_length={win_length}, but got window with size "
+                           f"{list(window._data.shape)}")
+
+
+def _stft_window(window, n_fft, win_length, like):
+    """The window over ``n_fft`` samples, as PyTorch's stft makes it: a shorter one written into
+    the middle of zeros (``narrow(...).copy_``), no window a block of ones there."""
+    from .. import ops
+    if win_length == n_fft:
+        return window
+    left = (n_fft - win_length) // 2
+    padded = ops.zeros(n_fft, dtype=(window if window is not None else like)._dtype,
+                       device=like._device)
+    if window is None:
+        padded.narrow(0, left, win_length).fill_(1)
+    else:
+        padded.narrow(0, left, win_length).copy_(window)
+    return padded
+
+
+def _frames(signal, n_fft, hop_length):
+    """PyTorch's time2col: the frames of a (batch, length) signal as a strided view
+    (batch, n_frames, n_fft) of its storage."""
+    from .. import ops
+    batch, length = signal._data.shape
+    n_frames = 1 + (length - n_fft) // hop_length
+    root = signal._base if signal._base is not None else signal
+    flags = root._data.flags
+    if not (flags.c_contiguous or flags.f_contiguous):
+        # as_strided addresses a storage that is one block; the same windows as a view
+        return signal.unfold(-1, n_fft, hop_length)
+    s0, s1 = signal.stride()
+    return ops.as_strided(signal, (batch, n_frames, n_fft), (s0, hop_length * s1, s1))
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+         pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
+         align_to_window=None):
+    """Short-time Fourier transform: frames of ``n_fft`` samples every ``hop_length``, each
+    multiplied by ``window`` and transformed, recorded as PyTorch records it (the centring pad
+    between two views, the frames as one ``as_strided`` view, one FFT kernel over the last dim,
+    transposed in place)."""
+    from .. import ops
+    if center and input._dtype is dt.bool and pad_mode in ("reflect", "replicate"):
+        # PyTorch pads the signal before any other check, and has no bool kernel for that
+        kernel = "reflection_pad1d" if pad_mode == "reflect" else "replication_pad1d"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if return_complex is None and input._dtype._kind != 3 and (
+            window is None or window._dtype._kind != 3):
+        raise RuntimeError("stft requires the return_complex parameter be given for real "
+                           "inputs, and will further require that return_complex=True in a "
+                           "future PyTorch release.")
+    if return_complex is False:
+        warnings.warn("stft with return_complex=False is deprecated. In a future pytorch "
+                      "release, stft will return complex tensors for all inputs, and "
+                      "return_complex=False will raise an error.\nNote: you can still call "
+                      "ember.view_as_real on the complex output to recover the old return "
+                      "format.", UserWarning, stacklevel=2)
+    hop_length = n_fft // 4 if hop_length is None else hop_length
+    win_length = n_fft if win_length is None else win_length
+    nd = input._data.ndim
+    prefix = _stft_prefix("stft", input, n_fft, hop_length, win_length, window)
+    if nd not in (1, 2):
+        raise RuntimeError(f"{prefix}expected a 1D or 2D tensor")
+    signal = input
+    if center:  # torch.functional.stft: the pad runs on a (1, batch, length) view
+        from .conv import pad
+        half = n_fft // 2
+        extended = signal.view((1,) * (3 - nd) + tuple(signal._data.shape))
+        padded = pad(extended, (half, half), mode=pad_mode)
+        signal = padded.view(padded._data.shape[-nd:])
+    if input._dtype._kind < 2:  # checked on the padded signal, which PyTorch's message names
+        padded = _stft_prefix("stft", signal, n_fft, hop_length, win_length, window)
+        raise RuntimeError(f"{padded}expected a tensor of floating point or complex values")
+    if nd == 1:
+        signal = signal.unsqueeze(0)
+    length = signal._data.shape[-1]
+    if not 0 < n_fft <= length:
+        raise RuntimeError(f"{prefix}expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    if hop_length <= 0:
+        raise RuntimeError(f"{prefix}expected hop_length > 0, but got hop_length={hop_length}")
+    if not 0 < win_length <= n_fft:
+        raise RuntimeError(f"{prefix}expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win_length}")
+    _check_window(window, win_length, input, prefix)
+    window = _stft_window(window, n_fft, win_length, input)
+    frames = _frames(signal, n_fft, hop_length)              # (batch, n_frames, n_fft)
+    if window is not None:
+        frames = frames.mul(window)
+    complex_input = frames._dtype._kind == 3
+    if onesided is None:
+        onesided = not complex_input
+    elif onesided and complex_input:
+        raise RuntimeError(f"{prefix}Cannot have onesided output if window or input is "
+                           "complex")
+    mode = _BY_ROOT_N if normalized else _NONE
+    if complex_input:
+        spectrum = _fft_c2c(frames, [2], mode, True)
+    else:
+        spectrum = _fft_r2c(frames, [2], mode, onesided)
+    spectrum.transpose_(1, 2)                                # (batch, freq, n_frames)
+    if nd == 1:
+        spectrum.squeeze_(0)
+    if not return_complex:
+        spectrum = ops.view_as_real(spectrum)
+    return spectrum
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+          normalized=False, onesided=None, length=None, return_complex=False):
+    """Inverse of ``stft``: inverse FFT of each frame, windowed overlap-add
+    (``unfold_backward``), divided by the overlap-added squared window (the least-squares
+    estimate), recorded as PyTorch records it."""
+    from .. import ops
+    from .cumulative import unfold_backward
+    if input._dtype._kind != 3:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    hop_length = n_fft // 4 if hop_length is None else hop_length
+    win_length = n_fft if win_length is None else win_length
+    prefix = _stft_prefix("istft", input, n_fft, hop_length, win_length, window)
+    nd = input._data.ndim
+    if nd not in (2, 3):
+        raise RuntimeError(f"{prefix}expected a tensor with a 2 or 3 dimensions of complex "
+                           f"dtype, but got {nd}")
+    n_freq, n_frames = input._data.shape[-2:]
+    if onesided is None:
+        onesided = n_freq != n_fft
+    if onesided and n_fft // 2 + 1 != n_freq:
+        raise RuntimeError(f"{prefix}expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft / 2 + 1 when onesided=True, but got "
+                           f"{n_freq}")
+    if not onesided and n_freq != n_fft:
+        raise RuntimeError(f"{prefix}expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft when onesided=False, but got {n_freq}")
+    if not 0 < hop_length <= win_length:
+        raise RuntimeError(f"{prefix}expected 0 < hop_length <= win_length")
+    if not 0 < win_length <= n_fft:
+        raise RuntimeError(f"{prefix}expected 0 < win_length <= n_fft")
+    _check_window(window, win_length, input, prefix)
+    if return_complex and onesided:
+        raise RuntimeError(f"{prefix}Cannot have onesided output if window or input is "
+                           "complex")
+    if not return_complex and window is not None and window._dtype._kind == 3:
+        raise RuntimeError(f"{prefix}Complex windows are incompatible with "
+                           "return_complex=False")
+    columns = ops.view_as_real(ops.resolve_conj(input))      # (batch?, freq, n_frames, 2)
+    if window is None:
+        window = ops.ones(win_length, dtype=columns._dtype, device=input._device)
+    if win_length != n_fft:  # centred between zeros
+        left = (n_fft - win_length) // 2
+        window = constant_pad_nd(window, ((left, n_fft - win_length - left),), 0)
+    if nd == 2:
+        columns = columns.unsqueeze(0)
+    columns = columns.transpose(1, 2)                        # (batch, n_frames, freq, 2)
+    if not _views_as_complex(columns):
+        columns = columns.contiguous()
+    columns = ops.view_as_complex(columns)
+    mode = _BY_ROOT_N if normalized else _BY_N
+    if return_complex:
+        frames = _fft_c2c(columns, [2], mode, False)
+    else:
+        if not onesided:
+            columns = columns.narrow(-1, 0, n_fft // 2 + 1)
+        frames = _fft_c2r(columns, [2], mode, n_fft)
+    frames = frames * window.view(1, 1, n_fft)               # (batch, n_frames, n_fft)
+    expected = n_fft + hop_length * (n_frames - 1)
+    signal = unfold_backward(frames, (frames._data.shape[0], expected), 1, n_fft, hop_length)
+    squared = window.pow(2).expand(1, n_frames, n_fft)
+    envelope = unfold_backward(squared, (1, expected), 1, n_fft, hop_length)
+    start = n_fft // 2 if center else 0
+    if length is not None:
+        end = start + length
+    elif center:
+        end = expected - n_fft // 2
+    else:
+        end = expected
+    stop = builtins.min(end, expected)
+    kept = builtins.max(stop - start, 0)
+    signal = signal.narrow(1, start, kept)
+    envelope = envelope.narrow(1, start, kept)
+    if envelope.numel() and bool((envelope.abs() < 1e-11).any()):
+        raise RuntimeError(f"{prefix}window overlap add min: 1")
+    signal = signal / envelope
+    if nd == 2:
+        signal = signal.squeeze(0)
+    if end > expected:
+        signal = constant_pad_nd(signal, ((0, end - expected),), 0)
+    return signal
+
+
+def _views_as_complex(pairs):
+    """Whether ``view_as_complex`` can view ``pairs`` as it is (PyTorch's ``as_complex``: pairs
+    adjacent and every other stride even), else it needs a contiguous copy first."""
+    strides = pairs.stride()
+    return (strides[-1] == 1 and all(s % 2 == 0 for s in strides[:-1])
+            and pairs.storage_offset() % 2 == 0)
 
 
 # ---------------------------------------------------------------------------------------------

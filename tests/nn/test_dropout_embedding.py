@@ -260,3 +260,15 @@ def test_pdist():
         out.sum().backward()
         return out, t.grad
     assert_same(run(torch), run(ember), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_inplace_functions():
+    for name, train in [("dropout_", True), ("alpha_dropout_", True),
+                        ("feature_alpha_dropout_", True), ("dropout_", False)]:
+        x = ember.ones(4, 8)
+        out = getattr(ember, name)(x, 0.5, train)
+        assert out is x
+        if not train:
+            assert x.tolist() == ember.ones(4, 8).tolist()
+        else:
+            assert not ember.equal(x, ember.ones(4, 8))

@@ -305,3 +305,12 @@ def test_relu_double_backward_matches_torch():
         (gw,) = lib.autograd.grad(gx.sum(), w)
         results.append((gg, gw))
     assert_same(*results)
+
+
+def test_hardshrink_prelu_methods():
+    values = np.linspace(-1, 1, 7)
+    t, e = torch.tensor(values), ember.tensor(values)
+    assert_same(t.hardshrink(0.3), e.hardshrink(0.3))
+    weight = np.asarray([0.25])
+    tw, ew = torch.tensor(weight), ember.tensor(weight)
+    assert_same(t.prelu(tw), e.prelu(ew))

@@ -1,12 +1,13 @@
 """Rows for cumulative and windowed ops: cummax/cummin, logcumsumexp, diff, the trapezoid rule,
-``Tensor.unfold``, ``as_strided`` and distances (cdist, pdist, cosine_similarity,
-pairwise_distance). Ties, NaN, memory sharing and error messages are in tests/test_cumulative.py.
+``Tensor.unfold``, ``as_strided``, distances (cdist, pdist, cosine_similarity,
+pairwise_distance) and numerical gradients (``gradient``). Ties, NaN, memory sharing and error
+messages are in tests/test_cumulative.py.
 """
 import math
 
 import numpy as np
 
-from .core import OpInfo, Sample
+from .core import OpInfo, Sample, standard_samples
 from .ops_reduce import distinct_values
 
 F32_64 = ("float32", "float64")
@@ -139,4 +140,21 @@ OPS = [
     OpInfo("pairwise_distance", lambda lib, a, b, **kw: lib.pairwise_distance(a, b, **kw),
            [Sample(((4, 3), (4, 3))), Sample(((4, 3), (1, 3)), {"p": 1.0, "keepdim": True})],
            dtypes=F32_64),
+    # ---- gradient -------------------------------------------------------------------------------
+    OpInfo("gradient", lambda lib, x: lib.gradient(x),
+           standard_samples(((5, 4),), ((6,),)), dtypes=("float32", "float64", "int64")),
+    OpInfo("gradient_spacing", lambda lib, x: lib.gradient(x, spacing=0.5, dim=1, edge_order=2),
+           standard_samples(((3, 5),)), dtypes=F32_64),
+    OpInfo("gradient_spacings", lambda lib, x: lib.gradient(x, spacing=[2.0, 0.25], dim=[1, 0]),
+           [Sample(((4, 5),))], dtypes=F32_64),
+    OpInfo("gradient_coordinates",
+           lambda lib, x: lib.gradient(x, spacing=(lib.tensor([0.0, 0.5, 1.5, 1.75, 3.0],
+                                                             device=x.device),), dim=0),
+           [Sample(((5, 3),))], dtypes=F32_64),
+    OpInfo("gradient_coordinates_order2",
+           lambda lib, x: lib.gradient(x, spacing=(lib.tensor([0.0, 0.5, 1.5, 1.75, 3.0],
+                                                             device=x.device),),
+                                       dim=-1, edge_order=2),
+           [Sample(((2, 5),))], dtypes=F32_64),
+    _refused("gradient_too_short", lambda lib, x: lib.gradient(x, edge_order=2), (2, 4)),
 ]

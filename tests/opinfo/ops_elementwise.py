@@ -91,6 +91,12 @@ def _refused(name, fn, *shapes, dtypes=("float32",)):
     return OpInfo(name, fn, [Sample(shapes)], dtypes=dtypes, grad=False, gradcheck=False)
 
 
+def _away_from_zero(rng, shape, dtype, index):
+    """Divisors kept away from zero (addcdiv's third operand)."""
+    arr = rng.uniform(0.5, 2.0, size=shape) * rng.choice([-1, 1], size=shape)
+    return arr if index == 2 else rng.uniform(-2, 2, size=shape)
+
+
 def _binary_samples():
     return standard_samples(((3, 4), (3, 4)), ((3, 4), (4,)), ((), (3,)), ((0, 2), (2,)))
 
@@ -344,4 +350,20 @@ OPS = [
            gradcheck=False),
     OpInfo("frexp_method", lambda lib, x: x.frexp().mantissa, [Sample(((3, 4),))], dtypes=F32_64),
     _refused("frexp_int", lambda lib, x: lib.frexp(x), (3,), dtypes=("int64",)),
+    # ---- addcmul, addcdiv (addr is in ops_matmul.py) ------------------------------------------
+    OpInfo("addcmul", lambda lib, x, a, b: lib.addcmul(x, a, b, value=0.5),
+           standard_samples(((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1)), ((), (), ()),
+                            ((0, 2), (2,), (0, 2))),
+           dtypes=FLOAT_DTYPES, gradgrad=True),
+    OpInfo("addcmul_ints", lambda lib, x, a, b: x.addcmul(a, b, value=3),
+           [Sample(((3, 4), (3, 4), (4,)))], dtypes=("int64", "int32", "uint8")),
+    OpInfo("addcmul_", lambda lib, x, a, b: (x * 1).addcmul_(a, b, value=-2),
+           [Sample(((3, 4), (3, 4), (4,)))], dtypes=F32_64),
+    OpInfo("addcdiv", lambda lib, x, a, b: lib.addcdiv(x, a, b, value=2),
+           standard_samples(((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1)), ((), (), ())),
+           dtypes=FLOAT_DTYPES, make_input=_away_from_zero, gradgrad=True),
+    OpInfo("addcdiv_", lambda lib, x, a, b: (x * 1).addcdiv_(a, b),
+           [Sample(((3, 4), (3, 4), (4,)))], dtypes=F32_64, make_input=_away_from_zero),
+    _refused("addcdiv_ints", lambda lib, x, a, b: lib.addcdiv(x, a, b), (3,), (3,), (3,),
+             dtypes=("int64",)),
 ]

@@ -60,6 +60,27 @@ def _sort_input(rng, shape, dtype, index):
     return (rng.permutation(n).reshape(shape) / n * 4 - 2).astype(np.float64)
 
 
+IDX_INDEX_REDUCE = [0, 2, 1, 0, 2]
+
+
+def _index_reduce_row(reduce, include_self):
+    def fn(lib, x, src):
+        return x.index_reduce(0, _on(lib, x, IDX_INDEX_REDUCE), src, reduce,
+                              include_self=include_self)
+    name = f"index_reduce_{reduce}{'' if include_self else '_exclude_self'}"
+    dtypes = ("float32", "float64", "int64")
+    # Without self, PyTorch's amax/amin gradient still shares the gradient with self's old
+    # value where it ties with the result, so PyTorch itself fails gradcheck there; Ember
+    # matches PyTorch's gradient (checked against it), not the finite differences.
+    exact = include_self or reduce not in ("amax", "amin")
+    return OpInfo(name, fn, [Sample(((3, 4), (5, 4))), Sample(((3, 4), (5, 4)), noncontig=True)],
+                  dtypes=dtypes, make_input=distinct_values, gradcheck=exact)
+
+
+def _index_reduce_dim1(lib, x, src):
+    return lib.index_reduce(x, 1, _on(lib, x, [3, 0, 3]), src, "amax")
+
+
 OPS = [
     # ---- basic indexing: views -------------------------------------------------------------
     OpInfo("getitem_int", lambda lib, x: x[1], _samples(S34, ((5,),)), dtypes=ALL_DTYPES,
@@ -329,4 +350,23 @@ OPS = [
     _refused("scatter_reduce_out_of_bounds",
              lambda lib, x, s: x.scatter_reduce(0, _on(lib, x, [[3]]), s, "sum"),
              ((3, 4), (2, 5)), dtypes=F32),
+    # ---- index_reduce ------------------------------------------------------------------------
+    *[_index_reduce_row(r, s) for r in ("prod", "mean", "amax", "amin") for s in (True, False)],
+    OpInfo("index_reduce_dim1", _index_reduce_dim1, [Sample(((2, 4), (2, 3)))], dtypes=F32_64,
+           make_input=distinct_values),
+    OpInfo("index_reduce_", lambda lib, x, s: (x * 1).index_reduce_(
+               0, _on(lib, x, IDX_INDEX_REDUCE), s, "prod"),
+           [Sample(((3, 4), (5, 4)))], dtypes=F32_64, make_input=distinct_values),
+    _refused("index_reduce_sum",
+             lambda lib, x, s: x.index_reduce(0, _on(lib, x, [0, 1]), s, "sum"),
+             ((3, 2), (2, 2)), dtypes=F32),
+    _refused("index_reduce_float_index",
+             lambda lib, x, s: x.index_reduce(0, _on(lib, x, [0.0, 1.0]), s, "prod"),
+             ((3, 2), (2, 2)), dtypes=F32),
+    _refused("index_reduce_count",
+             lambda lib, x, s: x.index_reduce(0, _on(lib, x, [0, 1, 1]), s, "prod"),
+             ((3, 2), (2, 2)), dtypes=F32),
+    _refused("index_reduce_out_of_range",
+             lambda lib, x, s: x.index_reduce(0, _on(lib, x, [0, 3]), s, "prod"),
+             ((3, 2), (2, 2)), dtypes=F32),
 ]

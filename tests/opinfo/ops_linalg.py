@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from .core import OpInfo, Sample, standard_samples
+from .core import OpInfo, Sample, standard_samples, FLOAT_DTYPES
+from .ops_reduce import distinct_values
 
 FLOATS = ("float32", "float64")
 # Half precision is listed where PyTorch's CPU kernel refuses it: the row then checks that Ember
@@ -525,4 +526,50 @@ OPS = [
             ((2, 3, 4),), kwargs={"ord": 2}),
     _errors("linalg.norm_errors_dim", lambda lib, a, **kw: lib.linalg.norm(a, **kw),
             ((2, 3, 4),), kwargs={"dim": (0, 1, 2)}),
+    # ---- dist, renorm, trace -----------------------------------------------------------------
+    OpInfo("dist", lambda lib, a, b: lib.dist(a, b),
+           standard_samples(((3, 4), (3, 4)), ((3, 4), (4,)), ((), ())), dtypes=FLOAT_DTYPES),
+    OpInfo("dist_p", lambda lib, a, b: a.dist(b, 3.5), [Sample(((3, 4), (4,)))], dtypes=FLOATS),
+    OpInfo("dist_p1", lambda lib, a, b: a.dist(b, 1), [Sample(((3, 4), (4,)))], dtypes=FLOATS),
+    OpInfo("dist_inf", lambda lib, a, b: a.dist(b, float("inf")), [Sample(((3, 4), (3, 4)))],
+           dtypes=FLOATS, make_input=distinct_values),
+    OpInfo("dist_p0", lambda lib, a, b: a.dist(b, 0), [Sample(((3, 4), (3, 4)))],
+           dtypes=FLOATS, grad=False, gradcheck=False),
+    _errors("dist_ints", lambda lib, a, b: lib.dist(a, b), ((3,), (3,)), dtypes=("int64",)),
+    OpInfo("renorm", lambda lib, x: lib.renorm(x, 2, 0, 1.5),
+           standard_samples(((3, 4),), ((2, 3, 4),)), dtypes=FLOAT_DTYPES),
+    OpInfo("renorm_dim1_p1", lambda lib, x: x.renorm(1, -1, 2.0), [Sample(((4, 3, 2),))],
+           dtypes=FLOATS),
+    OpInfo("renorm_", lambda lib, x: (x * 1).renorm_(3, 1, 1.0), [Sample(((4, 3),))],
+           dtypes=FLOATS),
+    _errors("renorm_p0", lambda lib, x: lib.renorm(x, 0, 0, 1.0), ((3, 4),)),
+    _errors("renorm_ints", lambda lib, x: lib.renorm(x, 2, 0, 1.0), ((3, 4),),
+            dtypes=("int64",)),
+    OpInfo("trace", lambda lib, x: lib.trace(x),
+           standard_samples(((3, 4),), ((4, 3),), ((0, 3),)),
+           dtypes=("float32", "float64", "bfloat16", "int64", "int32", "uint8")),
+    _errors("trace_3d", lambda lib, x: lib.trace(x), ((2, 2, 2),)),
+    _errors("trace_bool", lambda lib, x: x.trace(), ((2, 2),), dtypes=("bool",)),
+    # ---- geqrf, orgqr, ormqr -------------------------------------------------------------------
+    OpInfo("geqrf", lambda lib, a: tuple(lib.geqrf(a)),
+           [Sample(((5, 3),)), Sample(((3, 5),)), Sample(((2, 4, 4),)), Sample(((0, 3),)),
+            Sample(((5, 3),), noncontig=True)], dtypes=FLOATS, grad=False, gradcheck=False),
+    _errors("geqrf_1d", lambda lib, a: lib.geqrf(a), ((3,),)),
+    _errors("geqrf_half", lambda lib, a: lib.geqrf(a), ((3, 3),), dtypes=("float16",)),
+    OpInfo("orgqr", lambda lib, a, tau: lib.orgqr(a, tau),
+           [Sample(((5, 3), (3,))), Sample(((5, 3), (2,))), Sample(((2, 4, 4), (2, 4))),
+            Sample(((4, 3), (3,)), noncontig=True)], dtypes=FLOATS, gradgrad=True),
+    OpInfo("orgqr_zero_tau", lambda lib, a, tau: a.orgqr(tau * lib.tensor([1.0, 0.0, 1.0],
+                                                                            device=a.device)),
+           [Sample(((4, 3), (3,)))], dtypes=FLOATS),
+    _errors("orgqr_wide", lambda lib, a, tau: lib.orgqr(a, tau), ((3, 4), (2,))),
+    _errors("orgqr_long_tau", lambda lib, a, tau: lib.orgqr(a, tau), ((4, 3), (4,))),
+    *[OpInfo(f"ormqr_{'left' if left else 'right'}{'_t' if tr else ''}",
+             lambda lib, a, tau, c, left=left, tr=tr: lib.ormqr(a, tau, c, left, tr),
+             [Sample(((4, 3), (3,), (4, 2) if left else (2, 4))),
+              Sample(((2, 3, 4), (2, 3), (2, 3, 5) if left else (2, 5, 3)))],
+             dtypes=FLOATS)
+      for left in (True, False) for tr in (False, True)],
+    _errors("ormqr_bad_other", lambda lib, a, tau, c: lib.ormqr(a, tau, c),
+            ((4, 3), (3,), (5, 2))),
 ]

@@ -1,7 +1,7 @@
 """Rows for matrix products: matmul in every rank combination, the fixed-rank variants, the
 fused add-products, einsum and tensordot. Inputs torch refuses live in ``*_errors`` rows (forward
 only), where Ember must raise the same exception type."""
-from .core import OpInfo, Sample, standard_samples
+from .core import OpInfo, Sample, standard_samples, FLOAT_DTYPES
 
 INT_AND_FLOAT = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
 # For the rows of kron.
@@ -162,4 +162,18 @@ OPS = [
            dtypes=FEW_DTYPES, gradgrad=True),
     OpInfo("kron_method_mixed", lambda lib, a, b: a.kron(b.to(lib.int64)),
            [Sample(((2, 2), (2, 3)))], dtypes=F32_64, grad_inputs=(0,)),
+    # ---- addr --------------------------------------------------------------------------------
+    OpInfo("addr", lambda lib, m, u, v: lib.addr(m, u, v, beta=0.5, alpha=-2),
+           standard_samples(((3, 4), (3,), (4,)), ((4,), (3,), (4,)), ((), (3,), (4,)),
+                            ((0, 4), (0,), (4,))),
+           dtypes=FLOAT_DTYPES, gradgrad=True),
+    OpInfo("addr_default", lambda lib, m, u, v: m.addr(u, v), [Sample(((3, 4), (3,), (4,)))],
+           dtypes=FEW_DTYPES),
+    # m / 0 has infinite derivatives: compared with PyTorch's gradient, not gradchecked.
+    OpInfo("addr_beta0_nan", lambda lib, m, u, v: lib.addr(m / 0, u, v, beta=0),
+           [Sample(((3, 4), (3,), (4,)))], dtypes=F32_64, gradcheck=False),
+    OpInfo("addr_", lambda lib, m, u, v: (m * 1).addr_(u, v, alpha=3),
+           [Sample(((3, 4), (3,), (4,)))], dtypes=F32_64),
+    _errors("addr_matrix_vec", lambda lib, m, u, v: lib.addr(m, u, v), ((3, 4), (3, 1), (4,))),
+    _errors("addr_bad_input", lambda lib, m, u, v: lib.addr(m, u, v), ((3, 5), (3,), (4,))),
 ]

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .core import OpInfo, Sample, ALL_DTYPES, INT_DTYPES
+from .core import OpInfo, Sample, standard_samples, ALL_DTYPES, INT_DTYPES
 
 BOOL_AND_INTS = INT_DTYPES + ("bool",)
 # For rows that vary a main row's call (method form, dtype=, min for max): one dtype per kind.
@@ -147,6 +147,12 @@ def _forward_only(name, fn, shapes, dtypes=ALL_DTYPES):
                   dtypes=dtypes, grad=False, gradcheck=False)
 
 
+def _cov_weights(lib, x):
+    fw = lib.tensor([1, 2, 0, 3, 1], device=x.device)
+    aw = lib.tensor([0.5, 1.0, 2.0, 0.25, 1.5], device=x.device, dtype=x.dtype)
+    return lib.cov(x, correction=2, fweights=fw, aweights=aw)
+
+
 OPS = [
     OpInfo("sum", lambda lib, x, **kw: lib.sum(x, **kw), dim_samples(MULTI_DIM),
            dtypes=ALL_DTYPES, gradgrad=True),
@@ -253,4 +259,15 @@ OPS = [
                   dtypes=("float32",)),
     _forward_only("aminmax_empty_dim", lambda lib, x: lib.aminmax(x, dim=0), [((0, 3), {})],
                   dtypes=("float32",)),
+    # ---- cov, corrcoef ------------------------------------------------------------------------
+    OpInfo("cov", lambda lib, x: lib.cov(x), standard_samples(((3, 5),), ((5,),), ((1, 5),)),
+           dtypes=("float32", "float64", "int64"), gradgrad=True),
+    OpInfo("cov_correction0", lambda lib, x: x.cov(correction=0), [Sample(((3, 5),))],
+           dtypes=F32_64),
+    OpInfo("cov_weights", _cov_weights, [Sample(((3, 5),)), Sample(((3, 5),), noncontig=True)],
+           dtypes=F32_64),
+    _forward_only("cov_3d", lambda lib, x: lib.cov(x), [((2, 3, 4), {})],
+                  dtypes=("float32",)),
+    OpInfo("corrcoef", lambda lib, x: lib.corrcoef(x),
+           standard_samples(((3, 5),), ((5,),)), dtypes=("float32", "float64", "int64")),
 ]

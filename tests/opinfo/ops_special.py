@@ -6,12 +6,13 @@ outside the arguments where torch's own float32 kernels lose digits; the float64
 """
 import numpy as np
 
-from .core import OpInfo, standard_samples, make_array, ALL_DTYPES
+from .core import OpInfo, Sample, standard_samples, make_array, ALL_DTYPES
 
 SHAPES = [((3, 4),), ((),), ((0, 3),), ((2, 3, 2),)]
 UNARY = standard_samples(*SHAPES)
 BINARY = standard_samples(((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3)), ((0, 3), (3,)))
 FEW_DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
+REAL = ("float32", "float64")
 # The main row of each function runs every dtype; variants (methods, aliases, in-place) two.
 # In-place rows skip the empty shape: ember's in-place writer refuses a (0, 3) target today
 # (its zero strides look like an expanded tensor), a bug outside this family.
@@ -41,6 +42,20 @@ def _with_zeros(lo, hi):
 
 def unary(name, fn, dtypes=("float32", "float64"), samples=UNARY, **kwargs):
     return OpInfo(name, fn, samples, dtypes=dtypes, **kwargs)
+
+
+def _positive(rng, shape, dtype, index):
+    """igamma's a (index 0) in (0.1, 12] and x (index 1) in (0.05, 25]: both branches
+    (series for x < a + 1, continued fraction beyond) are reached."""
+    if index == 0:
+        return rng.uniform(0.1, 12.0, size=shape)
+    return rng.uniform(0.05, 25.0, size=shape)
+
+
+def _igamma_edges(rng, shape, dtype, index):
+    a = np.array([0.0, 1.0, -1.0, 2.0, np.inf, 0.0, 3.0, np.nan, 0.5, 50.0, 200.0, 1e-3])
+    x = np.array([1.0, 0.0, 1.0, np.inf, 2.0, 0.0, 1e-8, 1.0, 60.0, 49.0, 210.0, 1e-3])
+    return a if index == 0 else x
 
 
 OPS = [
@@ -138,4 +153,19 @@ OPS = [
         ((3, 4),), ((2, 3, 4),))),
     unary("log_softmax", lambda lib, x: lib.special.log_softmax(x, 0, dtype=lib.float64),
           samples=standard_samples(((3, 4),), ((2, 3, 4),))),
+    # ---- igamma, igammac ------------------------------------------------------------------------
+    OpInfo("igamma", lambda lib, a, x: lib.igamma(a, x),
+           standard_samples(((3, 4), (3, 4)), ((3, 4), (4,)), ((), ()), ((0,), (0,))),
+           dtypes=REAL, make_input=_positive, grad_inputs=(1,)),
+    OpInfo("igammac", lambda lib, a, x: a.igammac(x),
+           standard_samples(((3, 4), (3, 4)), ((40,), (40,))),
+           dtypes=REAL, make_input=_positive, grad_inputs=(1,)),
+    OpInfo("igamma_edges", lambda lib, a, x: (lib.igamma(a, x), lib.igammac(a, x)),
+           [Sample(((12,), (12,)))], dtypes=REAL, make_input=_igamma_edges, grad=False,
+           gradcheck=False),
+    OpInfo("igamma_", lambda lib, a, x: (a * 1).igamma_(x), [Sample(((3, 4), (4,)))],
+           dtypes=REAL, make_input=_positive, grad_inputs=(1,)),
+    # PyTorch refuses integer inputs: Ember must raise the same exception type.
+    OpInfo("igamma_ints", lambda lib, a, x: lib.igamma(a, x), [Sample(((3,), (3,)))],
+           dtypes=("int64",), grad=False, gradcheck=False),
 ]

@@ -65,6 +65,11 @@ def gc(name, fn, samples):
     return OpInfo(name, fn, _with_norms(samples, ("forward", "ortho", None)), dtypes=("float64",))
 
 
+def _refused(name, fn, *shapes, dtypes=("float32",)):
+    """A row whose inputs PyTorch refuses: Ember must raise the same exception type."""
+    return OpInfo(name, fn, [Sample(shapes)], dtypes=dtypes, grad=False, gradcheck=False)
+
+
 # One real and one complex dtype of each precision across the rows; test_fft.py checks every
 # input dtype's result dtype.
 ALL_IN = ("float32", "complex128", "int64")
@@ -121,4 +126,34 @@ OPS = [
     gc("gc.irfft2", lambda lib, x, **k: lib.fft.irfft2(vc(lib, x), **k), N_D_PAIRS),
     gc("gc.hfftn", lambda lib, x, **k: lib.fft.hfftn(vc(lib, x), **k), N_D_PAIRS),
     gc("gc.ihfft2", lambda lib, x, **k: r(lib, lib.fft.ihfft2(x, **k)), TWO_D[:3]),
+    # ---- stft, istft ---------------------------------------------------------------------------
+    OpInfo("stft", lambda lib, x: lib.stft(x, 8, return_complex=True),
+           [Sample(((20,),)), Sample(((2, 20),)), Sample(((2, 20),), noncontig=True)],
+           dtypes=REAL),
+    OpInfo("stft_window", lambda lib, x, w: lib.stft(x, 8, hop_length=3, win_length=6, window=w,
+                                                     normalized=True, return_complex=True),
+           [Sample(((2, 21), (6,)))], dtypes=REAL),
+    OpInfo("stft_twosided_constant", lambda lib, x: lib.stft(x, 7, onesided=False,
+                                                             pad_mode="constant",
+                                                             return_complex=True),
+           [Sample(((15,),))], dtypes=REAL),
+    OpInfo("stft_not_centered_real", lambda lib, x: lib.stft(x, 6, 2, center=False,
+                                                             return_complex=False),
+           [Sample(((2, 16),))], dtypes=REAL),
+    # Complex-input rows are compared with PyTorch's gradients; the harness gradchecks real
+    # float64 inputs only, so istft's gradcheck is the stft round trip below.
+    OpInfo("istft", lambda lib, z: lib.istft(z, 8), [Sample(((5, 11),)), Sample(((2, 5, 11),))],
+           dtypes=("complex64", "complex128"), gradcheck=False),
+    OpInfo("stft_istft_round_trip",
+           lambda lib, x, w: lib.istft(lib.stft(x, 8, 2, window=w, return_complex=True), 8, 2,
+                                       window=w, length=21),
+           [Sample(((2, 21), (8,)))], dtypes=REAL, domain=(0.5, 1.5)),
+    OpInfo("istft_twosided", lambda lib, z: lib.istft(z, 6, 2, onesided=False, center=False,
+                                                      return_complex=True),
+           [Sample(((6, 5),))], dtypes=("complex128",), gradcheck=False),
+    _refused("stft_no_return_complex", lambda lib, x: lib.stft(x, 4), (12,)),
+    _refused("stft_3d", lambda lib, x: lib.stft(x, 4, return_complex=True), (2, 2, 12)),
+    _refused("stft_bad_window", lambda lib, x, w: lib.stft(x, 4, window=w, return_complex=True),
+             (12,), (3,)),
+    _refused("istft_real", lambda lib, x: lib.istft(x, 4), (3, 13)),
 ]

@@ -3,7 +3,7 @@ import importlib
 
 _FAMILIES = ["elementwise", "reduce", "shape", "indexing", "matmul", "creation",
              # the op catalogue: one table per ember/ops/ family file
-             "sorting", "special", "spectral", "complex", "cumulative", "linalg", "tensor_api",
+             "sorting", "special", "spectral", "complex", "cumulative", "linalg",
              # the layers' ops, called through nn.functional and torch's top-level names
              "conv", "pooling", "normalization", "activation", "recurrent", "loss"]
 ALL_OPS = []

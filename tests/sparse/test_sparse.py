@@ -703,3 +703,7 @@ def test_import_ember_loads_neither_scipy_nor_ember_sparse():
             "ember.sparse.mm(s, ember.ones(2, 2))\n"
             "assert 'scipy.sparse' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_spmm_of_dense_operands():
+    compare(lambda lib: lib.spmm(lib.arange(6.0).reshape(2, 3), lib.ones(3, 2)))

@@ -10,6 +10,7 @@ import torch
 
 import ember
 from opinfo.core import assert_same
+from torch_compare import compare_error
 
 
 def _eval(expr, lib, device="cpu"):
@@ -499,3 +500,33 @@ def test_hash_and_identity():
     b = ember.ones(2)
     assert len({a, b, a}) == 2
     assert {a: 1}[a] == 1
+
+
+# ---- metadata methods and their torch.* spellings ------------------------------------------------
+
+def test_predicates_and_metadata():
+    for lib in (torch, ember):
+        x = lib.ones(2, 3)
+        assert lib.is_same_size(x, lib.zeros(2, 3)) and not x.is_same_size(lib.zeros(3, 2))
+        assert lib.is_signed(x) and not lib.ones(1, dtype=lib.uint8).is_signed()
+        assert lib.get_device(x) == -1 and x.get_device() == -1
+        assert not lib.is_inference(x) and not x.is_inference()
+        assert not lib.is_storage(x)
+        assert x.output_nr == 0 and not x.is_meta and not x.is_mps
+        assert x.const_data_ptr() == x.data_ptr()
+        assert x.name is None
+    assert ember.ones(2).layout is ember.strided and repr(ember.strided) == "ember.strided"
+    assert ember.ones(1, device="testdev").get_device() == 0
+    a, b = ember.ones(4, requires_grad=True).split(2)
+    assert (a.output_nr, b.output_nr) == (0, 1)
+
+
+def test_volatile_and_reinforce():
+    with pytest.warns(UserWarning, match="volatile was removed"):
+        assert ember.ones(1).volatile is False
+    compare_error(lambda lib: lib.ones(1).reinforce(1.0), "reinforce() was removed.")
+
+
+def test_detach_function():
+    x = ember.ones(2, requires_grad=True)
+    assert not ember.detach(x * 2).requires_grad
