@@ -9,6 +9,7 @@ calls them that way. Their default ``reduction`` is 0 (none): ATen declares ``Me
 does. The wrappers here translate to the ``nn.functional`` implementation
 and add no maths of their own."""
 from .nn import functional as F
+from .ops.dropout import check_aten_p
 
 # Same argument list as nn.functional: the function itself.
 _SAME_SIGNATURE = [
@@ -57,14 +58,17 @@ def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
 
 def dropout(input, p, train):
+    check_aten_p(p)  # ATen's RuntimeError, where nn.functional raises ValueError
     return F.dropout(input, p, train)
 
 
 def alpha_dropout(input, p, train):
+    check_aten_p(p)
     return F.alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout(input, p, train):
+    check_aten_p(p)
     return F.feature_alpha_dropout(input, p, train)
 
 

@@ -22,8 +22,16 @@ _SELU_SATURATION = 1.7580993408473766
 
 
 def check_p(p):
+    """nn.functional's check (ValueError), then ATen's, which also catches a NaN."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_aten_p(p)
+
+
+def check_aten_p(p):
+    """What ``torch.dropout`` and its siblings raise, before looking at ``train``."""
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _keep_mask(input, p, mask_shape):
@@ -86,12 +94,15 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
 
 # torch's in-place spellings (``torch.dropout_``…)
 def dropout_(input, p=0.5, train=True):
+    check_aten_p(p)
     return dropout(input, p, train, inplace=True)
 
 
 def alpha_dropout_(input, p=0.5, train=False):
+    check_aten_p(p)
     return alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout_(input, p=0.5, train=False):
+    check_aten_p(p)
     return feature_alpha_dropout(input, p, train, inplace=True)

@@ -110,6 +110,23 @@ def test_dropout_errors_and_warnings():
     compare_error(lambda lib: lib.nn.functional.feature_alpha_dropout(lib.ones(3), 0.5, True))
     with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
         ember.nn.functional.dropout2d(ember.ones(3, 4))
+
+
+@pytest.mark.parametrize("call", [
+    "lib.dropout(lib.ones(3), 1.5, True)", "lib.dropout(lib.ones(3), 1.5, False)",
+    "lib.dropout_(lib.ones(3), 1.5, True)", "lib.alpha_dropout(lib.ones(3), -0.5, True)",
+    "lib.alpha_dropout_(lib.ones(3), 1.5, False)",
+    "lib.feature_alpha_dropout(lib.ones(2, 3), 1.5, False)",
+    "lib.feature_alpha_dropout_(lib.ones(2, 3), -0.5, True)",
+    "lib.dropout(lib.ones(3), float('nan'), True)",
+    "lib.nn.functional.dropout(lib.ones(3), float('nan'))",
+    "lib.nn.functional.dropout(lib.ones(3), 1.5, False)",
+])
+def test_dropout_probability_errors_follow_the_spelling(call):
+    """torch's ATen spellings (torch.dropout, torch.dropout_…) raise RuntimeError for a p
+    outside [0, 1], before looking at ``train``; nn.functional raises ValueError, except for a
+    NaN, which its own check lets through to ATen's."""
+    compare_error(lambda lib: eval(call, {"lib": lib}))
     with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
         ember.nn.functional.dropout2d(ember.ones(3, 4, 2))
 
