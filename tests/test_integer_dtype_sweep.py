@@ -20,18 +20,9 @@ INTEGER_DTYPES = ("uint8", "int8", "int16", "int32", "int64", "bool")
 NARROW_DTYPES = ("uint8", "int8", "int16", "bool")
 
 
-def _distinct_samples(op):
-    seen = set()
-    for sample in op.samples:
-        key = (len(sample.shapes), repr(sample.kwargs), repr(sample.args))
-        if key not in seen:
-            seen.add(key)
-            yield sample
-
-
 def _cases():
     for op in ALL_OPS:
-        for i, sample in enumerate(_distinct_samples(op)):
+        for i, sample in enumerate(core.distinct_samples(op)):
             for dtype in INTEGER_DTYPES:
                 yield pytest.param(op, sample, False, dtype, id=f"{op.name}-{i}-{dtype}")
             if i == 0 and op.make_input is None:

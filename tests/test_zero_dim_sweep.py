@@ -14,12 +14,8 @@ from opinfo.registry import ALL_OPS
 
 def _zero_dim_samples(op):
     """The row's samples with every tensor argument 0-d, one per distinct argument list."""
-    seen = set()
-    for sample in op.samples:
-        key = (len(sample.shapes), repr(sample.kwargs), repr(sample.args))
-        if key not in seen:
-            seen.add(key)
-            yield core.Sample(tuple(() for _ in sample.shapes), dict(sample.kwargs), args=sample.args)
+    for sample in core.distinct_samples(op):
+        yield core.Sample(tuple(() for _ in sample.shapes), dict(sample.kwargs), args=sample.args)
 
 
 def _table_cases():

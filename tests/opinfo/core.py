@@ -60,6 +60,17 @@ class OpInfo:
         return self.name
 
 
+def distinct_samples(op):
+    """The row's samples, one per distinct argument list (number of tensors, kwargs, args):
+    the sweeps that replace every input's shape or dtype need each argument list once."""
+    seen = set()
+    for sample in op.samples:
+        key = (len(sample.shapes), repr(sample.kwargs), repr(sample.args))
+        if key not in seen:
+            seen.add(key)
+            yield sample
+
+
 def make_array(rng, shape, dtype, domain=(-2.0, 2.0)):
     lo, hi = domain
     if dtype == "bool":
