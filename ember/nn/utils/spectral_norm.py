@@ -10,6 +10,7 @@ including version-0 ones that stored ``weight`` instead of ``weight_v``.
 import ember
 from .. import functional as F
 from ..parameter import Parameter, UninitializedParameter
+from .weight_norm import remove_norm_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -159,13 +160,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Undo ``spectral_norm``: ``<name>`` becomes a parameter holding the normalised weight."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            break
-    else:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, SpectralNorm, name, "spectral_norm")
     for hooks, kind in ((module._state_dict_hooks, SpectralNormStateDictHook),
                         (module._load_state_dict_pre_hooks, SpectralNormLoadStateDictPreHook)):
         for k, hook in list(hooks.items()):

@@ -69,9 +69,16 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Undo ``weight_norm``: ``<name>`` becomes a plain parameter holding the current weight."""
+    remove_norm_hook(module, WeightNorm, name, "weight_norm")
+    return module
+
+
+def remove_norm_hook(module, hook_type, name, what):
+    """Undo and drop the ``hook_type`` forward pre-hook that reparametrizes ``module.<name>``
+    (``weight_norm``'s or ``spectral_norm``'s); ValueError naming ``what`` when there is none."""
     for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+            return
+    raise ValueError(f"{what} of '{name}' not found in {module}")
