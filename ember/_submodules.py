@@ -2,17 +2,6 @@
 import importlib
 
 
-def import_module_if_present(full_name):
-    """The module ``full_name``, or None if that module itself does not exist. An ImportError
-    raised inside an existing module is not hidden."""
-    try:
-        return importlib.import_module(full_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != full_name:
-            raise
-        return None
-
-
 def import_parts(package, names, namespace):
     """``from package.name import *`` into ``namespace`` for each name (its ``__all__``, or its
     public names). Every part must exist: a missing one is an ImportError, not a skip."""

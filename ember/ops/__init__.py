@@ -160,13 +160,11 @@ _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divid
 
 # ---- op families added by the op catalogue ---------------------------------------------------
 # Each file lists the Tensor methods it provides in ``METHODS`` and in-place variants in
-# ``INPLACE`` (bound here as ``name_``); a family not written yet is skipped.
-from .._submodules import import_module_if_present as _import_if_present
+# ``INPLACE`` (bound here as ``name_``).
+import importlib as _importlib  # noqa: E402
 
 for _family in ("sorting", "special", "spectral", "complex", "cumulative", "linalg"):
-    _module = _import_if_present(f"{__name__}.{_family}")
-    if _module is None:
-        continue
+    _module = _importlib.import_module(f"{__name__}.{_family}")
     for _name in getattr(_module, "__all__", ()):
         globals()[_name] = getattr(_module, _name)
     for _name in getattr(_module, "METHODS", ()):
