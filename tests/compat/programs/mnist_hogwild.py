@@ -111,7 +111,11 @@ def main():
         processes.append(p)
     turns[0].put(True)
     steps = args.epochs * len(range(0, 48, args.batch_size)) * args.num_processes
+    # mp.Queue.put hands the item to a feeder thread and returns, so a worker's report can
+    # reach the queue after the next worker's: order them by the turn they were made in
+    # (epoch, batch, rank), which is the order the token went round.
     reports = [results.get(timeout=120) for _ in range(steps)]
+    reports.sort(key=lambda r: (r[1], r[2], r[0]))
     for p in processes:
         p.join(timeout=60)
         if p.exitcode != 0:
