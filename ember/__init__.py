@@ -9,7 +9,7 @@ from ._random import (Generator, default_generator, manual_seed, seed, initial_s
                       get_rng_state, set_rng_state)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403
-from .ops import range_ as range  # noqa: F401
+from .ops.creation import range_ as range  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                        is_grad_enabled, is_inference_mode_enabled, is_anomaly_enabled,
@@ -37,16 +37,6 @@ from . import version  # noqa: E402,F401
 
 import builtins as _builtins
 
-# The ops package also exports Tensor-only methods and helpers that torch's namespace lacks.
-for _private in ("Node", "needs_grad", "record", "inplace", "type_", "CAST_METHODS", "cpu", "cuda",
-                 "to", "new", "legacy_new", "LegacyTensorType", "new_tensor", "new_zeros",
-                 "new_ones", "new_empty", "new_full",
-                 "resolve_device", "uniform_", "normal_", "bernoulli_", "exponential_", "random_",
-                 "geometric_", "log_normal_", "cauchy_", "copy_", "fill_", "index_put_",
-                 "float_power_", "new_empty_strided", "type_as", "as_subclass", "t_",
-                 "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "resize_",
-                 "resize", "resize_as", "fill_diagonal_"):
-    globals().pop(_private, None)
 
 from . import cuda  # noqa: E402,F401
 

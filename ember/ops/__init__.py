@@ -1,8 +1,12 @@
 """Ember's ops, by family. Importing this package also attaches them to ``Tensor`` as methods
 and operators (``t.exp()``, ``a + b``, ``t.add_(x)``), so one definition serves ``ember.exp``,
 ``Tensor.exp`` and (later) ``nn.functional``."""
+# Every family declares, next to its ops: ``__all__`` (the ops it adds to ``ember``),
+# ``METHODS`` (those that are also ``Tensor`` methods, the same function: ``Tensor.mul is
+# ember.ops.elementwise.mul``) and ``INPLACE`` (those whose ``name_`` method writes into self).
+# So adding an op touches its family's file and its test row; nothing here. No two families
+# export one name (tests/test_op_registration.py holds the tree to these rules).
 from .elementwise import *  # noqa: F401,F403
-from .elementwise import _UNARY
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
@@ -10,67 +14,74 @@ from .matmul import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
-from .dropout import dropout_, alpha_dropout_, feature_alpha_dropout_
-from .inplace import copy_, fill_, zero_, inplace, write_result as _write_result, UFUNC_OF as _UFUNC_OF
-from . import elementwise, reduce, shape, indexing, matmul, creation
+from .dropout import *  # noqa: F401,F403
+from .inplace import *  # noqa: F401,F403
+from .inplace import inplace, write_result as _write_result, UFUNC_OF as _UFUNC_OF
+from . import creation, indexing
 from .._tensor import Tensor
 from ._dispatch import ELIDE_MIN_BYTES as _ELIDE_MIN_BYTES, reuse_temporary as _reuse_temporary
 from ._dispatch import accept_numpy_keywords as _accept_numpy_keywords
+import importlib as _importlib
 import sys as _sys
 
-# ---- methods that are the same function as the module-level op ------------------------------
-_METHODS = [
-    # elementwise
-    "add", "sub", "mul", "div", "true_divide", "divide", "multiply", "subtract", "floor_divide",
-    "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot", "maximum", "minimum",
-    "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
-    "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
-    "isclose", "allclose", "equal", "negative", "absolute", "arcsin", "arccos", "arctan",
-    "arcsinh", "arccosh", "arctanh", "fix", "positive", "round", "logit", "clamp", "clip",
-    "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy", "square", "copysign", "logaddexp",
-    "logaddexp2", "sgn", "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp",
-    "frexp", "float_power_", "addcmul", "addcdiv", "isreal",
-    *_UNARY,
-    # reductions
-    "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-    "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
-    "softmax", "log_softmax", "aminmax", "cov", "corrcoef",
-    # shape
-    "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
-    "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
-    "expand", "expand_as", "broadcast_to", "sum_to_size", "narrow", "select", "diagonal",
-    "unbind", "split", "tensor_split", "chunk", "hsplit", "vsplit", "clone", "contiguous",
-    "flip", "fliplr", "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu",
-    "diag", "diag_embed", "diagflat", "rot90", "ravel", "split_with_sizes", "unsafe_chunk",
-    "unsafe_split", "unsafe_split_with_sizes", "dsplit", "resize_", "resize_as_", "resize",
-    "resize_as", "t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
-    "as_strided_",
-    # indexing
-    "gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
-    "masked_fill", "masked_select", "take_along_dim", "take", "nonzero", "argwhere", "sort",
-    "argsort", "msort", "topk", "scatter_reduce", "index_fill", "index_copy", "put",
-    "masked_scatter", "index_reduce", "fill_diagonal_",
-    # matrix products
-    "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
-    "baddbmm", "addbmm", "kron", "addr",
-    # creation / conversion
-    "new", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu", "cuda",
-    "bernoulli", "multinomial", "new_empty_strided", "type_as", "as_subclass",
-    "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
-    "cauchy_", "copy_", "fill_", "zero_",
-    # activations
-    "relu",
-]
-for _name in _METHODS:
-    setattr(Tensor, _name, globals()[_name])
+
+# ---- in-place variants: one generic wrapper per out-of-place op ---------------------------------
+# NumPy's keyword names (``axis=``) for the ops that take a dim, as torch accepts them.
+def _takes_dim(fn):
+    code = getattr(fn, "__code__", None)
+    return code is not None and not {"dim", "keepdim"}.isdisjoint(
+        code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+_with_numpy_keywords = {}
+
+
+def _numpy_keywords(fn):
+    if fn not in _with_numpy_keywords:
+        _with_numpy_keywords[fn] = _accept_numpy_keywords(fn)
+    return _with_numpy_keywords[fn]
+
+
+def _make_inplace(fn):
+    if _takes_dim(fn):
+        fn = _numpy_keywords(fn)
+
+    def method(self, *args, **kwargs):
+        return inplace(self, fn, *args, **kwargs)
+    method.__name__ = fn.__name__ + "_"
+    method.__qualname__ = "Tensor." + method.__name__
+    method.__module__ = fn.__module__
+    return method
+
+
+def _bind_methods(family):
+    for name in getattr(family, "METHODS", ()):
+        setattr(Tensor, name, getattr(family, name))
+    for name in getattr(family, "INPLACE", ()):
+        setattr(Tensor, name + "_", _make_inplace(getattr(family, name)))
+
+
+# Every family. Imported by name: a family's own op shadows its module's name in this
+# namespace (``matmul``, ``inplace``, ``complex``).
+_FAMILIES = ("elementwise", "reduce", "shape", "indexing", "matmul", "creation", "activation",
+             "normalization", "dropout", "inplace", "sorting", "special", "spectral", "complex",
+             "cumulative", "linalg")
+for _family_name in _FAMILIES:
+    _family = _importlib.import_module(f"{__name__}.{_family_name}")
+    if _FAMILIES.index(_family_name) >= _FAMILIES.index("sorting"):
+        # The catalogue families, not star-imported above: their names are exported once the
+        # core methods are bound (their module-level code may use them).
+        for _name in _family.__all__:
+            globals()[_name] = getattr(_family, _name)
+    _bind_methods(_family)
+
+_UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divide",
+                  true_divide: "true_divide", multiply: "multiply", subtract: "subtract"})
+
+# ---- Tensor methods whose name or signature differs from the op's ---------------------------
 for _name, _dtype in creation.CAST_METHODS.items():
     setattr(Tensor, _name, creation._caster(_dtype))
 Tensor.type = creation.type_
-# Tensor methods only: torch.hardshrink and torch.prelu are the ATen forms (_functional_exports.py)
-Tensor.hardshrink = activation.hardshrink  # noqa: F405 (the module, bound by its import above)
-Tensor.prelu = activation.prelu  # noqa: F405
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 
@@ -105,72 +116,7 @@ def _mT(self):
 
 Tensor.T = _T
 Tensor.mT = _mT
-Tensor.H = _T
-Tensor.mH = _mT
-
-
-# ---- in-place variants: one generic wrapper per out-of-place op ---------------------------------
-# NumPy's keyword names (``axis=``) for the ops that take a dim, as torch accepts them.
-def _takes_dim(fn):
-    code = getattr(fn, "__code__", None)
-    return code is not None and not {"dim", "keepdim"}.isdisjoint(
-        code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-
-
-_with_numpy_keywords = {}
-
-
-def _numpy_keywords(fn):
-    if fn not in _with_numpy_keywords:
-        _with_numpy_keywords[fn] = _accept_numpy_keywords(fn)
-    return _with_numpy_keywords[fn]
-
-
-def _make_inplace(fn):
-    if _takes_dim(fn):
-        fn = _numpy_keywords(fn)
-
-    def method(self, *args, **kwargs):
-        return inplace(self, fn, *args, **kwargs)
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-_INPLACE = [
-    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
-    "atan2", "hypot", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "nan_to_num", "round",
-    "logit", "neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "masked_fill", "scatter", "scatter_add", "index_add",
-    "tril", "triu", "cumsum", "cumprod", "eq", "ne", "lt", "le", "gt", "ge", "negative",
-    "multiply", "subtract", "divide", "xlogy", "relu",
-    "addbmm", "addmm", "addmv", "baddbmm", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctanh", "arctan2", "bitwise_left_shift", "bitwise_right_shift", "fix", "greater",
-    "greater_equal", "less", "less_equal", "not_equal", "copysign", "sgn", "heaviside",
-    "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp", "scatter_reduce", "index_fill",
-    "index_copy", "put", "masked_scatter", "addcmul", "addcdiv", "addr", "index_reduce",
-    *[n for n in _UNARY if n not in ("neg", "abs", "square", "frac", "sign", "floor", "ceil", "trunc")],
-]
-for _name in _INPLACE:
-    setattr(Tensor, _name + "_", _make_inplace(globals()[_name]))
-_UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divide",
-                              true_divide: "true_divide", multiply: "multiply",
-                              subtract: "subtract"})
-
-
-# ---- op families added by the op catalogue ---------------------------------------------------
-# Each file lists the Tensor methods it provides in ``METHODS`` and in-place variants in
-# ``INPLACE`` (bound here as ``name_``).
-import importlib as _importlib  # noqa: E402
-
-for _family in ("sorting", "special", "spectral", "complex", "cumulative", "linalg"):
-    _module = _importlib.import_module(f"{__name__}.{_family}")
-    for _name in getattr(_module, "__all__", ()):
-        globals()[_name] = getattr(_module, _name)
-    for _name in getattr(_module, "METHODS", ()):
-        setattr(Tensor, _name, getattr(_module, _name))
-    for _name in getattr(_module, "INPLACE", ()):
-        setattr(Tensor, _name + "_", _make_inplace(getattr(_module, _name)))
+# (H and mH, the conjugate forms, are complex.py's.)
 
 
 # ---- NumPy's keyword names: ``x.sum(axis=0, keepdims=True)`` --------------------------------
@@ -272,13 +218,10 @@ def _imatmul(self, other):
 Tensor.__imatmul__ = _imatmul
 
 
-# ---- what ``from ember.ops import *`` (ember/__init__.py) exports: the ops --------------------
-# Not the family modules (``ember.linalg`` and ``ember.dropout`` would be ``ops.linalg`` and
-# ``ops.dropout``) and not the backward node classes, which torch keeps off its namespace.
-def _exported(name, value):
-    return not (name.startswith("_") or isinstance(value, type(_sys))
-                or (isinstance(value, type) and issubclass(value, _Node)))
-
-
-from ._dispatch import Node as _Node  # noqa: E402
-__all__ = [_name for _name, _value in list(globals().items()) if _exported(_name, _value)]
+# ---- what ``from ember.ops import *`` (ember/__init__.py) exports: the families' ``__all__`` --
+# Not the family modules (``ember.linalg`` and ``ember.special`` are torch's namespaces, not
+# ``ops.linalg``), nor the Tensor-only methods and backward nodes, which torch keeps off its
+# namespace.
+__all__ = list(dict.fromkeys(
+    _name for _family_name in _FAMILIES for _name in _sys.modules[f"{__name__}.{_family_name}"].__all__
+    if not isinstance(globals()[_name], type(_sys))))

@@ -17,6 +17,10 @@ from .inplace import inplace
 
 # Only the ones PyTorch also exposes as ``torch.<name>``; nn.functional imports the rest.
 __all__ = ["relu", "relu_", "threshold", "threshold_", "selu", "selu_", "celu", "celu_"]
+# hardshrink and prelu: Tensor methods only; torch.hardshrink and torch.prelu are the ATen
+# forms (_functional_exports.py).
+METHODS = ["relu", "hardshrink", "prelu"]
+INPLACE = ["relu"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

@@ -371,15 +371,3 @@ Tensor.real = property(real, _set_real)
 Tensor.imag = property(imag, _set_imag)
 Tensor.H = property(_H)
 Tensor.mH = property(_mH)
-
-
-def _refuse_complex_inplace_abs(abs_):
-    def method(self):
-        if self._dtype._kind == 3:  # |z| is real: it cannot be stored back into z's dtype
-            raise RuntimeError("In-place abs is not supported for complex tensors.")
-        return abs_(self)
-    method.__name__ = abs_.__name__
-    return method
-
-
-Tensor.abs_ = Tensor.absolute_ = _refuse_complex_inplace_abs(Tensor.abs_)

@@ -19,6 +19,19 @@ from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtyp
 from ._dispatch import check_same_device as _check_same_device
 from ..autograd.grad_mode import _state as _grad_state
 
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
+           "eye", "scalar_tensor", "vander", "tril_indices", "triu_indices", "FloatTensor",
+           "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "rand", "randn", "randint",
+           "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
+           "multinomial", "poisson", "binomial", "empty_strided", "empty_permuted", "frombuffer"]
+METHODS = ["new", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "to", "cpu",
+           "cuda", "bernoulli", "multinomial", "new_empty_strided", "type_as", "as_subclass",
+           "uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_",
+           "log_normal_", "cauchy_"]
+INPLACE = []
+
 
 def resolve_device(device):
     """A canonical device: "cpu" has no index; other types default to index 0."""

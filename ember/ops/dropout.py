@@ -1,8 +1,8 @@
 """Dropout, as products with random keep masks: ``nn.functional``'s ``dropout``,
 ``alpha_dropout`` and ``feature_alpha_dropout`` (and, for ``dropout1d/2d/3d``,
-``feature_dropout``), also reached from ``torch.dropout_`` and its siblings. (Not named
-``dropout.py``: the ops package's modules are attributes of ``ember``, and ``torch.dropout`` is
-a function.)
+``feature_dropout``), also reached from ``torch.dropout_`` and its siblings. (``ember.dropout``
+is the function, from _functional_exports.py: ops/__init__ exports this family's ``__all__``,
+never the module.)
 
 In training, an element (or, for the feature variants, a whole channel) is kept with
 probability ``1 - p``; the survivors are rescaled so that the expectation is unchanged. The
@@ -15,7 +15,7 @@ import math
 from .creation import empty
 from .inplace import inplace as _inplace
 
-__all__ = []
+__all__ = ["dropout_", "alpha_dropout_", "feature_alpha_dropout_"]
 
 # -SELU's scale * alpha: the value SELU tends to for large negative inputs.
 _SELU_SATURATION = 1.7580993408473766

@@ -16,7 +16,51 @@ from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
 from ._dispatch import check_same_device as _check_same_device
+from .inplace import inplace as _inplace
 from ..autograd.grad_mode import _state as _grad_state, no_grad
+
+__all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "divide", "multiply", "subtract",
+           "floor_divide", "remainder", "fmod", "pow", "float_power", "square", "atan2", "arctan2",
+           "hypot", "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge",
+           "greater", "greater_equal", "less", "less_equal", "not_equal", "logical_and",
+           "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "isnan", "isinf",
+           "isfinite", "isposinf", "isneginf", "signbit", "isclose", "allclose", "equal", "exp",
+           "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
+           "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+           "sigmoid", "erf", "erfc", "erfinv", "neg", "abs", "sign", "frac", "floor", "ceil",
+           "trunc", "negative", "absolute", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+           "arctanh", "fix", "positive", "round", "logit", "clamp", "clip", "clamp_min",
+           "clamp_max", "where", "lerp", "nan_to_num", "xlogy", "copysign", "logaddexp",
+           "logaddexp2", "sgn", "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "nextafter",
+           "ldexp", "frexp", "addcmul", "addcdiv", "fill", "isreal"]
+METHODS = ["add", "sub", "mul", "div", "true_divide", "divide", "multiply", "subtract",
+           "floor_divide", "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot",
+           "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater",
+           "greater_equal", "less", "less_equal", "not_equal", "logical_and", "logical_or",
+           "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf",
+           "isneginf", "signbit", "isclose", "allclose", "equal", "negative", "absolute", "arcsin",
+           "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "positive", "round",
+           "logit", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "nan_to_num", "xlogy",
+           "square", "copysign", "logaddexp", "logaddexp2", "sgn", "heaviside", "deg2rad",
+           "rad2deg", "gcd", "lcm", "nextafter", "ldexp", "frexp", "float_power_", "addcmul",
+           "addcdiv", "isreal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+           "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+           "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "erfinv", "neg", "abs",
+           "abs_", "absolute_", "sign", "frac", "floor", "ceil", "trunc"]
+INPLACE = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+           "atan2", "hypot", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "nan_to_num",
+           "round", "logit", "neg", "square", "frac", "sign", "floor", "ceil", "trunc",
+           "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "negative",
+           "multiply", "subtract", "divide", "xlogy", "arccos", "arccosh", "arcsin", "arcsinh",
+           "arctan", "arctanh", "arctan2", "bitwise_left_shift", "bitwise_right_shift", "fix",
+           "greater", "greater_equal", "less", "less_equal", "not_equal", "copysign", "sgn",
+           "heaviside", "deg2rad", "rad2deg", "gcd", "lcm", "nextafter", "ldexp", "addcmul",
+           "addcdiv", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+           "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+           "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "erfinv"]
 
 
 def _operands(input, other):
@@ -895,6 +939,16 @@ absolute = abs                                                       # noqa: F82
 arcsin, arccos, arctan = asin, acos, atan                            # noqa: F821
 arcsinh, arccosh, arctanh = asinh, acosh, atanh                      # noqa: F821
 fix = trunc                                                          # noqa: F821
+
+
+def abs_(input):
+    """``Tensor.abs_``: |z| is real, so a complex tensor cannot hold it in place."""
+    if input._dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _inplace(input, abs)                                      # noqa: F821
+
+
+absolute_ = abs_
 
 
 def positive(input):

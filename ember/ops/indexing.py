@@ -20,6 +20,17 @@ from ..autograd.grad_mode import _state as _grad_state, no_grad
 from ._dispatch import check_same_device as _check_same_device
 from ._dispatch import CompositeBackward, record_composite
 
+__all__ = ["index_put", "index_put_", "gather", "scatter", "scatter_add", "index_select",
+           "index_add", "masked_fill", "masked_select", "take_along_dim", "take", "nonzero",
+           "argwhere", "index_fill", "index_copy", "put", "masked_scatter", "scatter_reduce",
+           "sort", "argsort", "msort", "topk", "unravel_index", "index_reduce"]
+METHODS = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put",
+           "index_put_", "masked_fill", "masked_select", "take_along_dim", "take", "nonzero",
+           "argwhere", "sort", "argsort", "msort", "topk", "scatter_reduce", "index_fill",
+           "index_copy", "put", "masked_scatter", "index_reduce", "fill_diagonal_"]
+INPLACE = ["masked_fill", "scatter", "scatter_add", "index_add", "scatter_reduce", "index_fill",
+           "index_copy", "put", "masked_scatter", "index_reduce"]
+
 
 def _needs(t):
     return t._requires_grad and _grad_state.enabled

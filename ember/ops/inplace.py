@@ -12,6 +12,10 @@ from .._layout import strided as _STRIDED
 from ._dispatch import Tensor, Node, record, needs_grad, _wrap, dtype_name, device_mismatch
 from ..autograd.grad_mode import _state as _grad_state
 
+__all__ = ["fill_", "zero_"]
+METHODS = ["copy_", "fill_", "zero_"]
+INPLACE = []
+
 
 def check_inplace(self):
     if not _grad_state.enabled:

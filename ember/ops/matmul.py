@@ -13,6 +13,9 @@ from .shape import transposed_gradient, unsafe_view, SqueezeBackward4
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum", "kron", "addr"]
+METHODS = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
+           "baddbmm", "addbmm", "kron", "addr"]
+INPLACE = ["addbmm", "addmm", "addmv", "baddbmm", "addr"]
 
 
 class MmBackward0(Node):

@@ -20,8 +20,12 @@ from .. import return_types
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
-           "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "return_types",
+           "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax",
            "aminmax", "cov", "corrcoef"]
+METHODS = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
+           "argmin", "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum",
+           "cumprod", "softmax", "log_softmax", "aminmax", "cov", "corrcoef"]
+INPLACE = ["cumsum", "cumprod"]
 
 _LOW = (dt.float16, dt.bfloat16)
 

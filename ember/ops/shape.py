@@ -19,6 +19,26 @@ from ..autograd.graph import _type_name
 from .._tensor import _contiguous_strides
 from .inplace import check_inplace as _check_inplace
 
+__all__ = ["reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
+           "swapaxes", "swapdims", "t", "movedim", "moveaxis", "broadcast_to", "broadcast_shapes",
+           "broadcast_tensors", "narrow", "select", "diagonal", "unbind", "split", "tensor_split",
+           "chunk", "hsplit", "vsplit", "clone", "cat", "concat", "concatenate", "stack", "hstack",
+           "vstack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
+           "fliplr", "flipud", "roll", "tile", "repeat_interleave", "tril", "triu", "diag_embed",
+           "diag", "diagflat", "meshgrid", "cartesian_prod", "combinations", "block_diag", "rot90",
+           "ravel", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",
+           "dsplit", "row_stack", "as_strided_", "resize_as_"]
+METHODS = ["view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze",
+           "unsqueeze", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
+           "expand", "expand_as", "broadcast_to", "sum_to_size", "narrow", "select", "diagonal",
+           "unbind", "tensor_split", "chunk", "hsplit", "vsplit", "clone", "contiguous", "flip",
+           "fliplr", "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu",
+           "diag", "diag_embed", "diagflat", "rot90", "ravel", "split_with_sizes", "unsafe_chunk",
+           "unsafe_split", "unsafe_split_with_sizes", "dsplit", "resize_", "resize_as_", "resize",
+           "resize_as", "t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
+           "as_strided_"]
+INPLACE = ["tril", "triu"]
+
 
 def _needs(t):
     return t._requires_grad and _grad_state.enabled
@@ -391,10 +411,6 @@ def t(input):
     if _needs(input):
         record(TBackward0, (input,), out)
     return out
-
-
-def adjoint(input):
-    return transpose(input, -2, -1)
 
 
 def movedim(input, source, destination):
