@@ -6,8 +6,8 @@ from .._tensor import Size
 from ..ops._dispatch import _wrap
 from ..ops.creation import _to_backend
 from . import _math, constraints
-from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .distribution import Distribution, _ProbsOrLogits
+from .utils import broadcast_all
 
 __all__ = ["Binomial"]
 
@@ -26,15 +26,14 @@ def _binomial_draws(total_count, probs):
     return _wrap(_to_backend(counts, probs.device), probs.dtype, probs)
 
 
-class Binomial(Distribution):
+class Binomial(_ProbsOrLogits, Distribution):
     """Number of successes in ``total_count`` Bernoulli trials of probability ``probs``."""
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._check_probs_or_logits(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.to(self.probs.dtype)
@@ -49,18 +48,8 @@ class Binomial(Distribution):
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = Size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(Binomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new_tensor(*args, **kwargs)
+        self._expand_probs_or_logits(new, batch_shape)
+        return self._finish_expand(Binomial, new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -77,18 +66,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
@@ -121,7 +98,4 @@ class Binomial(Distribution):
                 "Inhomogeneous total count not supported by `enumerate_support`.")
         values = ember.arange(1 + total_count, dtype=self._param.dtype,
                               device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return self._support_over_batch(values, expand)

@@ -8,8 +8,8 @@ from .._tensor import Size
 from ..ops._dispatch import _wrap
 from ..ops.creation import _to_backend
 from . import constraints
-from .distribution import Distribution
-from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
+from .distribution import Distribution, _ProbsOrLogits
+from .utils import finfo
 
 __all__ = ["Categorical"]
 
@@ -36,14 +36,14 @@ def _sample_categories(probs_2d, num_samples):
     return _wrap(_to_backend(picks, probs_2d.device), ember.int64, probs_2d)
 
 
-class Categorical(Distribution):
+class Categorical(_ProbsOrLogits, Distribution):
     """Categorical distribution over ``{0, ..., K-1}`` given by ``probs`` or ``logits``."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
+    _binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._check_probs_or_logits(probs, logits)
         if probs is not None:
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
@@ -60,36 +60,13 @@ class Categorical(Distribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = Size(batch_shape)
-        param_shape = batch_shape + Size((self._num_events,))
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, batch_shape + Size((self._num_events,)))
         new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new_tensor(*args, **kwargs)
+        return self._finish_expand(Categorical, new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):
@@ -128,7 +105,4 @@ class Categorical(Distribution):
 
     def enumerate_support(self, expand=True):
         values = ember.arange(self._num_events, dtype=ember.long, device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return self._support_over_batch(values, expand)

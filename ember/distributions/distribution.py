@@ -1,10 +1,12 @@
-"""The ``Distribution`` base class, as ``torch.distributions.Distribution``."""
+"""The ``Distribution`` base class, as ``torch.distributions.Distribution``, and the
+probs-or-logits parameterisation its discrete subclasses share."""
 import warnings
+from numbers import Number
 
 import ember
 from .._tensor import Size, Tensor
 from . import constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Distribution"]
 
@@ -172,6 +174,16 @@ class Distribution:
                 "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
 
+    def _broadcast_parameters(self, **params):
+        """Store ``params`` (numbers or tensors) broadcast together; return their batch shape,
+        empty when all were numbers (what most ``__init__`` methods begin with)."""
+        values = broadcast_all(*params.values())
+        for name, value in zip(params, values):
+            setattr(self, name, value)
+        if all(isinstance(value, Number) for value in params.values()):
+            return Size()
+        return values[0].size()
+
     def _expand_parameters(self, cls, batch_shape, names, _instance=None):
         """``expand`` for a distribution ``cls`` whose state is the attributes ``names``, each
         expanded to ``batch_shape`` (what most ``expand`` methods are)."""
@@ -179,7 +191,13 @@ class Distribution:
         batch_shape = Size(batch_shape)
         for name in names:
             setattr(new, name, getattr(self, name).expand(batch_shape))
-        super(cls, new).__init__(batch_shape, validate_args=False)
+        return self._finish_expand(cls, new, batch_shape)
+
+    def _finish_expand(self, cls, new, batch_shape, event_shape=Size()):
+        """The end of every ``expand``: ``new``, a ``cls`` already holding the expanded state,
+        takes its shapes without its arguments being checked again, and keeps this
+        distribution's validation setting."""
+        super(cls, new).__init__(batch_shape, event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
@@ -189,3 +207,46 @@ class Distribution:
             f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
             for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"
+
+
+class _ProbsOrLogits:
+    """Mixin for distributions given by ``probs`` or ``logits`` (not both): ``_param`` is the one
+    given and the other is computed on first use, by sigmoid where each entry is one trial's
+    (``_binary``) or by softmax over the last dim."""
+    _binary = True
+
+    @staticmethod
+    def _check_probs_or_logits(probs, logits):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+    def _expand_probs_or_logits(self, new, param_shape):
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(param_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(param_shape)
+            new._param = new.logits
+
+    def _new(self, *args, **kwargs):
+        return self._param.new_tensor(*args, **kwargs)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=self._binary)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def _support_over_batch(self, values, expand):
+        """``values`` (the support, 1-D) as a leading dim before the batch dims, broadcastable
+        to them or, with ``expand``, expanded to them."""
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values

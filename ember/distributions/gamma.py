@@ -1,10 +1,8 @@
-from numbers import Number
-
 import ember
 from .._tensor import Size
 from . import _math, constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, finfo
+from .utils import finfo
 
 __all__ = ["Gamma"]
 
@@ -33,11 +31,7 @@ class Gamma(ExponentialFamily):
         return self.concentration / self.rate.pow(2)
 
     def __init__(self, concentration, rate, validate_args=None):
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, Number) and isinstance(rate, Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.concentration.size()
+        batch_shape = self._broadcast_parameters(concentration=concentration, rate=rate)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -1,10 +1,8 @@
-from numbers import Number
-
 import ember
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, finfo
+from .utils import finfo
 
 __all__ = ["Laplace"]
 
@@ -32,11 +30,7 @@ class Laplace(Distribution):
         return (2 ** 0.5) * self.scale
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
+        batch_shape = self._broadcast_parameters(loc=loc, scale=scale)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

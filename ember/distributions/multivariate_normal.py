@@ -56,6 +56,15 @@ def _identity_like(matrix):
     return ember.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device)
 
 
+def _broadcast_matrix(matrix, loc, what):
+    """``matrix`` expanded to the batch shape it and ``loc`` broadcast to, and that shape."""
+    if matrix.dim() < 2:
+        raise ValueError(f"{what} must be at least two-dimensional, "
+                         "with optional leading batch dimensions")
+    batch_shape = ember.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
+    return matrix.expand(batch_shape + (-1, -1)), batch_shape
+
+
 def _precision_to_scale_tril(P):
     # The lower factor of P^-1 from the Cholesky factor of P with rows and columns reversed.
     Lf = _math.cholesky(ember.flip(P, (-2, -1)))
@@ -83,23 +92,13 @@ class MultivariateNormal(Distribution):
                              "scale_tril may be specified.")
 
         if scale_tril is not None:
-            if scale_tril.dim() < 2:
-                raise ValueError("scale_tril matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = ember.broadcast_shapes(scale_tril.shape[:-2], loc.shape[:-1])
-            self.scale_tril = scale_tril.expand(batch_shape + (-1, -1))
+            self.scale_tril, batch_shape = _broadcast_matrix(scale_tril, loc, "scale_tril matrix")
         elif covariance_matrix is not None:
-            if covariance_matrix.dim() < 2:
-                raise ValueError("covariance_matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = ember.broadcast_shapes(covariance_matrix.shape[:-2], loc.shape[:-1])
-            self.covariance_matrix = covariance_matrix.expand(batch_shape + (-1, -1))
+            self.covariance_matrix, batch_shape = _broadcast_matrix(covariance_matrix, loc,
+                                                                    "covariance_matrix")
         else:
-            if precision_matrix.dim() < 2:
-                raise ValueError("precision_matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = ember.broadcast_shapes(precision_matrix.shape[:-2], loc.shape[:-1])
-            self.precision_matrix = precision_matrix.expand(batch_shape + (-1, -1))
+            self.precision_matrix, batch_shape = _broadcast_matrix(precision_matrix, loc,
+                                                                   "precision_matrix")
         self.loc = loc.expand(batch_shape + (-1,))
 
         event_shape = self.loc.shape[-1:]
@@ -125,10 +124,7 @@ class MultivariateNormal(Distribution):
             new.scale_tril = self.scale_tril.expand(cov_shape)
         if "precision_matrix" in self.__dict__:
             new.precision_matrix = self.precision_matrix.expand(cov_shape)
-        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape,
-                                                validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._finish_expand(MultivariateNormal, new, batch_shape, self.event_shape)
 
     @lazy_property
     def scale_tril(self):

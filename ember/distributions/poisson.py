@@ -1,5 +1,3 @@
-from numbers import Number
-
 import ember
 from .._tensor import Size
 from . import _math, constraints
@@ -27,8 +25,7 @@ class Poisson(ExponentialFamily):
         return self.rate
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, Number) else self.rate.size()
+        batch_shape = self._broadcast_parameters(rate=rate)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

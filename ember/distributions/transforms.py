@@ -384,8 +384,8 @@ class PowerTransform(Transform):
     def forward_shape(self, shape):
         return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
 
-    def inverse_shape(self, shape):
-        return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+    # Broadcasting against the exponent is the same in both directions.
+    inverse_shape = forward_shape
 
 
 def _clipped_sigmoid(x):
@@ -471,11 +471,8 @@ class AffineTransform(Transform):
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
-    @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
-        if self.event_dim == 0:
-            return constraints.real
-        return constraints.independent(constraints.real, self.event_dim)
+    # Maps reals onto reals, with the same event dims.
+    codomain = domain
 
     def with_cache(self, cache_size=1):
         if self._cache_size == cache_size:
@@ -522,9 +519,8 @@ class AffineTransform(Transform):
         return ember.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
                                       getattr(self.scale, "shape", ()))
 
-    def inverse_shape(self, shape):
-        return ember.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
-                                      getattr(self.scale, "shape", ()))
+    # Broadcasting against loc and scale is the same in both directions.
+    inverse_shape = forward_shape
 
 
 class SoftmaxTransform(Transform):
@@ -547,10 +543,8 @@ class SoftmaxTransform(Transform):
             raise ValueError("Too few dimensions on input")
         return shape
 
-    def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        return shape
+    # Normalising keeps the shape, in both directions.
+    inverse_shape = forward_shape
 
 
 class StickBreakingTransform(Transform):
