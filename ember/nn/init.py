@@ -161,6 +161,22 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
+def _layer_default_init_(weight, bias, *, zero_bias_without_fan_in):
+    """PyTorch's default for ``Linear`` and the convolutions: Kaiming-uniform with ``a=sqrt(5)``
+    for ``weight``, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for ``bias``. With no fan-in, ``Linear``
+    zeroes its bias while the convolutions leave theirs as it is."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        if fan_in > 0:
+            bound = 1 / math.sqrt(fan_in)
+        elif zero_bias_without_fan_in:
+            bound = 0
+        else:
+            return
+        uniform_(bias, -bound, bound)
+
+
 def orthogonal_(tensor, gain=1, generator=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one, with the signs
     fixed so that the distribution is uniform over orthogonal matrices."""

@@ -8,10 +8,9 @@ In evaluation the running estimates are used, unless the layer tracks none.
 from ... import _dtype as dt
 from ... import ops as _ops
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
 from .. import functional as F
-from .. import init
 from .module import Module
+from .normalization import _register_affine, _reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -31,15 +30,7 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         like = dict(device=device, dtype=dtype)
-        if affine:
-            self.weight = Parameter(_ops.empty(num_features, **like))
-            if bias:
-                self.bias = Parameter(_ops.empty(num_features, **like))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _ops.zeros(num_features, **like))
             self.register_buffer("running_var", _ops.ones(num_features, **like))
@@ -61,9 +52,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         self.reset_running_stats()
         if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            _reset_affine(self)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

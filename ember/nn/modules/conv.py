@@ -1,26 +1,20 @@
 """Convolution layers as ``torch.nn``: ``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d`` and their
 lazy forms, with PyTorch's attributes, state_dict and default initialisation."""
-import math
-
 from ... import ops as _ops
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, UninitializedParameter
 from .. import functional as F
 from .. import init
 from .lazy import LazyModuleMixin
+from .linear import _register_bias
 from .module import Module
+from .utils import _per_dim
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
            "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
-def _ntuple(value, n):
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return (value,) * n
 
 
 class _ConvNd(Module):
@@ -39,7 +33,7 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        kernel_size, stride, dilation = (_ntuple(v, n) for v in (kernel_size, stride, dilation))
+        kernel_size, stride, dilation = (_per_dim(v, n) for v in (kernel_size, stride, dilation))
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of "
@@ -47,7 +41,7 @@ class _ConvNd(Module):
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
-            padding = _ntuple(padding, n)
+            padding = _per_dim(padding, n)
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
                              f"padding_mode='{padding_mode}'")
@@ -58,7 +52,7 @@ class _ConvNd(Module):
         self.padding = padding
         self.dilation = dilation
         self.transposed = transposed
-        self.output_padding = _ntuple(output_padding, n)
+        self.output_padding = _per_dim(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
         if isinstance(padding, str):
@@ -74,19 +68,11 @@ class _ConvNd(Module):
         shape = ((in_channels, out_channels // groups) if transposed
                  else (out_channels, in_channels // groups)) + kernel_size
         self.weight = Parameter(_ops.empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_ops.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _register_bias(self, bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._layer_default_init_(self.weight, self.bias, zero_bias_without_fan_in=False)
 
     def extra_repr(self):
         n = self._dims

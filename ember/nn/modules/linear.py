@@ -14,6 +14,15 @@ from .module import Module
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
 
 
+def _register_bias(module, bias, shape, device, dtype):
+    """A ``bias`` parameter of ``shape`` when ``bias`` is true, else ``bias`` registered as
+    None, so that ``module.bias`` exists either way as in PyTorch."""
+    if bias:
+        module.bias = Parameter(_ops.empty(shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input; takes (and ignores) any constructor arguments."""
 
@@ -47,18 +56,11 @@ class Linear(Module):
         self.out_features = out_features
         self.weight = Parameter(_ops.empty((out_features, in_features), device=device,
                                            dtype=dtype))
-        if bias:
-            self.bias = Parameter(_ops.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _register_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._layer_default_init_(self.weight, self.bias, zero_bias_without_fan_in=True)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -83,10 +85,7 @@ class Bilinear(Module):
         self.out_features = out_features
         self.weight = Parameter(_ops.empty((out_features, in1_features, in2_features),
                                            device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_ops.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _register_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -108,34 +108,43 @@ class _WrappedHook:
             self.module = weakref.ref(state["module"])
 
 
-def _register_global(hooks, hook, prepend=False, extra_dicts=()):
-    handle = RemovableHandle(hooks, extra_dict=list(extra_dicts) or None)
+def _add_hook(hooks, hook, prepend=False, flags=()):
+    """Store ``hook`` in the OrderedDict ``hooks`` under a new handle's id. ``flags`` holds
+    ``(flag_dict, on)`` pairs: the id is marked in each flag_dict that is on, and the handle
+    removes it from every flag_dict along with ``hooks``."""
+    handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
     hooks[handle.id] = hook
+    for flag_dict, on in flags:
+        if on:
+            flag_dict[handle.id] = True
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle
 
 
+def _run_registration_hooks(hooks, module, name, value):
+    """The value to register after each global registration hook had its chance to replace it."""
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
 def register_module_forward_pre_hook(hook):
     """A forward pre-hook run for every module, before the module's own."""
-    return _register_global(_global_forward_pre_hooks, hook)
+    return _add_hook(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """A forward hook run for every module, before the module's own."""
-    handle = RemovableHandle(_global_forward_hooks,
-                             extra_dict=[_global_forward_hooks_always_called,
-                                         _global_forward_hooks_with_kwargs])
-    _global_forward_hooks[handle.id] = hook
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _global_forward_hooks_always_called[handle.id] = True
-    return handle
+    return _add_hook(_global_forward_hooks, hook,
+                     flags=((_global_forward_hooks_always_called, always_call),
+                            (_global_forward_hooks_with_kwargs, with_kwargs)))
 
 
 def register_module_full_backward_pre_hook(hook):
-    return _register_global(_global_backward_pre_hooks, hook)
+    return _add_hook(_global_backward_pre_hooks, hook)
 
 
 def _register_global_backward_hook(hook, full):
@@ -145,7 +154,7 @@ def _register_global_backward_hook(hook, full):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = full
-    return _register_global(_global_backward_hooks, hook)
+    return _add_hook(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
@@ -160,15 +169,15 @@ def register_module_backward_hook(hook):
 
 def register_module_buffer_registration_hook(hook):
     """``hook(module, name, buffer)`` runs on every ``register_buffer``; may return a new buffer."""
-    return _register_global(_global_buffer_registration_hooks, hook)
+    return _add_hook(_global_buffer_registration_hooks, hook)
 
 
 def register_module_module_registration_hook(hook):
-    return _register_global(_global_module_registration_hooks, hook)
+    return _add_hook(_global_module_registration_hooks, hook)
 
 
 def register_module_parameter_registration_hook(hook):
-    return _register_global(_global_parameter_registration_hooks, hook)
+    return _add_hook(_global_parameter_registration_hooks, hook)
 
 
 def _remove_from(name, *dicts_or_sets):
@@ -244,10 +253,10 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
-        for hook in _global_buffer_registration_hooks.values():
-            output = hook(self, name, tensor)
-            if output is not None:
-                tensor = output
+        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
+        self._store_buffer(name, tensor, persistent)
+
+    def _store_buffer(self, name, tensor, persistent):
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -268,11 +277,8 @@ class Module:
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                 f"created explicitly. To express '{name}' as a function of another Tensor, "
                 "compute the value in the forward() method.")
-        for hook in _global_parameter_registration_hooks.values():
-            output = hook(self, name, param)
-            if output is not None:
-                param = output
-        self._parameters[name] = param
+        self._parameters[name] = _run_registration_hooks(_global_parameter_registration_hooks,
+                                                         self, name, param)
 
     def add_module(self, name, module):
         """Add a child module, reachable as the attribute ``name``."""
@@ -286,11 +292,8 @@ class Module:
             raise KeyError(f"module name can't contain \".\", got: {name}")
         if name == "":
             raise KeyError("module name can't be empty string \"\"")
-        for hook in _global_module_registration_hooks.values():
-            output = hook(self, name, module)
-            if output is not None:
-                module = output
-        self._modules[name] = module
+        self._modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                      name, module)
 
     def register_module(self, name, module):
         """Alias for ``add_module``."""
@@ -329,26 +332,18 @@ class Module:
             self.register_parameter(name, value)
             return
         modules = d.get("_modules")
-        if isinstance(value, Module):
-            if modules is None:
-                raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(name, d, self._parameters, self._buffers,
-                         self._non_persistent_buffers_set)
-            for hook in _global_module_registration_hooks.values():
-                output = hook(self, name, value)
-                if output is not None:
-                    value = output
-            modules[name] = value
-            return
-        if modules is not None and name in modules:
-            if value is not None:
+        is_module = isinstance(value, Module)
+        if is_module or (modules is not None and name in modules):
+            if is_module:
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                _remove_from(name, d, self._parameters, self._buffers,
+                             self._non_persistent_buffers_set)
+            elif value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(ember.nn.Module or None expected)")
-            for hook in _global_module_registration_hooks.values():
-                output = hook(self, name, value)
-                if output is not None:
-                    value = output
-            modules[name] = value
+            modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                    name, value)
             return
         buffers = d.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -363,11 +358,7 @@ class Module:
             if type(self).register_buffer is Module.register_buffer:
                 self.register_buffer(name, value, persistent)
             else:
-                buffers[name] = value
-                if persistent:
-                    self._non_persistent_buffers_set.discard(name)
-                else:
-                    self._non_persistent_buffers_set.add(name)
+                self._store_buffer(name, value, persistent)
             return
         object.__setattr__(self, name, value)
 
@@ -441,24 +432,24 @@ class Module:
                 raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
         setattr(parent, atoms[-1], module)
 
+    def _get_attr_at(self, target):
+        """(owning module, last name, attribute) for the dotted path ``target``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        return mod, name, getattr(mod, name)
+
     def get_parameter(self, target):
         """The parameter at dotted path ``target``."""
-        module_path, _, param_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, param_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
-        param = getattr(mod, param_name)
+        _, param_name, param = self._get_attr_at(target)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + param_name + "` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target):
         """The buffer at dotted path ``target``."""
-        module_path, _, buffer_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, buffer_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
-        buffer = getattr(mod, buffer_name)
+        mod, buffer_name, buffer = self._get_attr_at(target)
         if buffer_name not in mod._buffers:
             raise AttributeError("`" + buffer_name + "` is not a buffer")
         return buffer
@@ -758,64 +749,40 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args)`` (or ``hook(module, args, kwargs)`` with ``with_kwargs``) runs
         before ``forward`` and may return replacement args (or ``(args, kwargs)``)."""
-        handle = RemovableHandle(self._forward_pre_hooks,
-                                 extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._forward_pre_hooks, hook, prepend,
+                         flags=((self._forward_pre_hooks_with_kwargs, with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
         """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) runs after
         ``forward`` and may return a replacement output. ``always_call`` runs it even when
         ``forward`` raised."""
-        handle = RemovableHandle(self._forward_hooks,
-                                 extra_dict=[self._forward_hooks_with_kwargs,
-                                             self._forward_hooks_always_called])
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._forward_hooks, hook, prepend,
+                         flags=((self._forward_hooks_with_kwargs, with_kwargs),
+                                (self._forward_hooks_always_called, always_call)))
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output)`` runs when the gradients w.r.t. the module's outputs are
         known and may return replacements."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` runs when the gradients w.r.t. the module's
         tensor inputs are known and may return replacement ``grad_input``."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
-        self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_backward_hook(hook, full=True, prepend=prepend)
 
     def register_backward_hook(self, hook):
         """Deprecated: ``hook(module, grad_input, grad_output)`` on the last autograd node of
         the output, whose inputs need not be the module's. Use ``register_full_backward_hook``."""
-        if self._is_full_backward_hook is True:
+        return self._add_backward_hook(hook, full=False)
+
+    def _add_backward_hook(self, hook, full, prepend=False):
+        """A module's backward hooks are all full or all regular, as in PyTorch."""
+        if self._is_full_backward_hook is (not full):
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
-        self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
+        self._is_full_backward_hook = full
+        return _add_hook(self._backward_hooks, hook, prepend)
 
     def _get_backward_hooks(self):
         """(full hooks, deprecated non-full hooks), global ones first."""
@@ -873,17 +840,13 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's entries
         are saved; it edits ``state_dict`` in place and must return None."""
         hook._from_public_api = True
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._state_dict_hooks, hook)
 
     def _register_state_dict_hook(self, hook):
         """As ``register_state_dict_post_hook``, except that a returned dict replaces the
@@ -891,15 +854,11 @@ class Module:
         if getattr(hook, "_from_public_api", False):
             raise RuntimeError("Cannot register the same function as the state dict post hook "
                                "that was previously registered via register_state_dict_post_hook")
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._state_dict_hooks, hook)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(
-            hook, self if with_module else None)
-        return handle
+        return _add_hook(self._load_state_dict_pre_hooks,
+                         _WrappedHook(hook, self if with_module else None))
 
     def register_load_state_dict_pre_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -909,9 +868,7 @@ class Module:
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys)`` runs after ``load_state_dict`` reached this module;
         it may edit the key lists in place."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._load_state_dict_post_hooks, hook)
 
     # ---- state_dict -------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):

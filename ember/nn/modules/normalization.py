@@ -3,6 +3,7 @@ from ... import ops as _ops
 from ..parameter import Parameter
 from .. import functional as F
 from .. import init
+from .linear import _register_bias
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
@@ -14,16 +15,12 @@ def _shape_tuple(normalized_shape):
     return tuple(normalized_shape)
 
 
-
 def _register_affine(module, shape, affine, bias, device, dtype):
     """``weight`` (and ``bias`` unless ``bias=False``) of ``shape`` when ``affine``, else both
     registered as None, as PyTorch's norm layers do."""
     if affine:
         module.weight = Parameter(_ops.empty(shape, device=device, dtype=dtype))
-        if bias:
-            module.bias = Parameter(_ops.empty(shape, device=device, dtype=dtype))
-        else:
-            module.register_parameter("bias", None)
+        _register_bias(module, bias, shape, device, dtype)
     else:
         module.register_parameter("weight", None)
         module.register_parameter("bias", None)
@@ -34,6 +31,7 @@ def _reset_affine(module):
         init.ones_(module.weight)
     if module.bias is not None:
         init.zeros_(module.bias)
+
 
 class LayerNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]

@@ -2,15 +2,12 @@
 padding of the last 1, 2 or 3 dims."""
 from .. import functional as F
 from .module import Module
+from .utils import _per_dim
 
 __all__ = ["ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
            "CircularPad2d", "CircularPad3d"]
-
-
-def _widths(padding, dims):
-    return tuple(padding) if isinstance(padding, (list, tuple)) else (padding,) * (2 * dims)
 
 
 class _ConstantPadNd(Module):
@@ -19,7 +16,7 @@ class _ConstantPadNd(Module):
 
     def __init__(self, padding, value):
         super().__init__()
-        self.padding = _widths(padding, self._dims)
+        self.padding = _per_dim(padding, 2 * self._dims)
         self.value = value
 
     def forward(self, input):
@@ -68,7 +65,7 @@ class _ModePadNd(Module):
 
     def __init__(self, padding):
         super().__init__()
-        self.padding = _widths(padding, self._dims)
+        self.padding = _per_dim(padding, 2 * self._dims)
 
     def forward(self, input):
         return F.pad(input, self.padding, self._mode)

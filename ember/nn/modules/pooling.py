@@ -1,15 +1,12 @@
 """Pooling layers as ``torch.nn``: max, average, adaptive, Lp pooling and max unpooling."""
 from .. import functional as F
 from .module import Module
+from .utils import _per_dim
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "LPPool1d", "LPPool2d", "LPPool3d"]
-
-
-def _ntuple(value, n):
-    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * n
 
 
 class _MaxPoolNd(Module):
@@ -60,9 +57,9 @@ class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
-        self.kernel_size = _ntuple(kernel_size, 1)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
-        self.padding = _ntuple(padding, 1)
+        self.kernel_size = _per_dim(kernel_size, 1)
+        self.stride = _per_dim(stride if stride is not None else kernel_size, 1)
+        self.padding = _per_dim(padding, 1)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
@@ -161,9 +158,9 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         n = self._dims
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
-        self.padding = _ntuple(padding, n)
+        self.kernel_size = _per_dim(kernel_size, n)
+        self.stride = _per_dim(stride if stride is not None else kernel_size, n)
+        self.padding = _per_dim(padding, n)
 
     def forward(self, input, indices, output_size=None):
         return type(self)._functional(input, indices, self.kernel_size, self.stride,

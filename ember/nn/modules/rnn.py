@@ -28,6 +28,14 @@ def _apply_permutation(tensor, permutation, dim=1):
     return tensor.index_select(dim, permutation)
 
 
+def _reset_uniform_by_hidden_size(module):
+    """PyTorch's default for recurrent layers and cells: every parameter drawn from
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+    stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for weight in module.parameters():
+        init.uniform_(weight, -stdv, stdv)
+
+
 def _is_packed(x):
     from ..utils.rnn import PackedSequence
     return isinstance(x, PackedSequence)
@@ -125,9 +133,7 @@ class RNNBase(Module):
         """A no-op, as in PyTorch off cuDNN: the weights are used where they are."""
 
     def reset_parameters(self):
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _reset_uniform_by_hidden_size(self)
 
     # ---- checks, as PyTorch words them ----------------------------------------------------
 
@@ -145,14 +151,17 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.size(-1)}")
 
-    def get_expected_hidden_size(self, input, batch_sizes):
+    def _expected_state_size(self, input, batch_sizes, size):
         if batch_sizes is not None:
             mini_batch = int(batch_sizes[0])
         else:
             mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
-        size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, size)
+
+    def get_expected_hidden_size(self, input, batch_sizes):
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return self._expected_state_size(input, batch_sizes, size)
 
     def check_hidden_size(self, hx, expected_hidden_size, msg="Expected hidden size {}, got {}"):
         if tuple(hx.size()) != expected_hidden_size:
@@ -311,12 +320,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input, batch_sizes):
-        if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
-        else:
-            mini_batch = input.size(0) if self.batch_first else input.size(1)
-        num_directions = 2 if self.bidirectional else 1
-        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+        return self._expected_state_size(input, batch_sizes, self.hidden_size)
 
     def check_forward_args(self, input, hidden, batch_sizes):
         self.check_input(input, batch_sizes)
@@ -425,9 +429,7 @@ class RNNCellBase(Module):
         return s.format(**self.__dict__)
 
     def reset_parameters(self):
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _reset_uniform_by_hidden_size(self)
 
     def _check_input_dims(self, name, input, states, state_name):
         if input.dim() not in (1, 2):
@@ -480,6 +482,19 @@ class RNNCellBase(Module):
         return _ops.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
                           device=input.device)
 
+    def _forward_single_state(self, name, input, hx):
+        """RNNCell and GRUCell, whose state is one tensor; ``_mode()`` names the step."""
+        self._check_input_dims(name, input, (hx,), ("hidden",))
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = self._zeros(input)
+        elif not is_batched:
+            hx = hx.unsqueeze(0)
+        ret, _ = self._step(self._mode(), input, (hx,))
+        return ret if is_batched else ret.squeeze(0)
+
 
 class RNNCell(RNNCellBase):
     __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
@@ -489,23 +504,15 @@ class RNNCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input, hx=None):
-        self._check_input_dims("RNNCell", input, (hx,), ("hidden",))
-        is_batched = input.dim() == 2
-        if not is_batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = self._zeros(input)
-        elif not is_batched:
-            hx = hx.unsqueeze(0)
+    def _mode(self):
         if self.nonlinearity == "tanh":
-            mode = "RNN_TANH"
-        elif self.nonlinearity == "relu":
-            mode = "RNN_RELU"
-        else:
-            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        ret, _ = self._step(mode, input, (hx,))
-        return ret if is_batched else ret.squeeze(0)
+            return "RNN_TANH"
+        if self.nonlinearity == "relu":
+            return "RNN_RELU"
+        raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+
+    def forward(self, input, hx=None):
+        return self._forward_single_state("RNNCell", input, hx)
 
 
 class LSTMCell(RNNCellBase):
@@ -537,14 +544,8 @@ class GRUCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
+    def _mode(self):
+        return "GRU"
+
     def forward(self, input, hx=None):
-        self._check_input_dims("GRUCell", input, (hx,), ("hidden",))
-        is_batched = input.dim() == 2
-        if not is_batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = self._zeros(input)
-        elif not is_batched:
-            hx = hx.unsqueeze(0)
-        ret, _ = self._step("GRU", input, (hx,))
-        return ret if is_batched else ret.squeeze(0)
+        return self._forward_single_state("GRUCell", input, hx)

@@ -82,6 +82,31 @@ def _any_requires_grad(tensors):
                                                for t in tensors)
 
 
+def _fused_path_requires_grad(layer, src):
+    """Whether autograd needs ``src`` or any weight of an encoder ``layer``, which rules out
+    PyTorch's inference shortcuts."""
+    attn = layer.self_attn
+    return _any_requires_grad((src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                               attn.out_proj.bias, layer.norm1.weight, layer.norm1.bias,
+                               layer.norm2.weight, layer.norm2.bias, layer.linear1.weight,
+                               layer.linear1.bias, layer.linear2.weight, layer.linear2.bias))
+
+
+def _add_feedforward_and_norms(layer, num_norms, d_model, dim_feedforward, dropout,
+                               layer_norm_eps, norm_first, bias, factory):
+    """The submodules an encoder and a decoder layer share, registered in PyTorch's order
+    (``state_dict`` keys and the initialisation's random draws follow it): ``linear1``,
+    ``dropout``, ``linear2``, then ``norm1``... and ``dropout1``... one per sub-block."""
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+    layer.norm_first = norm_first
+    for i in range(1, num_norms + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+    for i in range(1, num_norms + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+
+
 class TransformerEncoderLayer(Module):
     __constants__ = ["norm_first"]
 
@@ -92,14 +117,8 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **factory)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        _add_feedforward_and_norms(self, 2, d_model, dim_feedforward, dropout, layer_norm_eps,
+                                   norm_first, bias, factory)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
         # Which activations PyTorch's fused inference kernel knows (0: neither).
@@ -124,11 +143,7 @@ class TransformerEncoderLayer(Module):
                 or self.norm1.eps != self.norm2.eps or attn.num_heads % 2 == 1
                 or _has_hooks(self)):
             return False
-        tensors = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
-                   attn.out_proj.bias, self.norm1.weight, self.norm1.bias, self.norm2.weight,
-                   self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight,
-                   self.linear2.bias)
-        return not _any_requires_grad(tensors)
+        return not _fused_path_requires_grad(self, src)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -193,16 +208,8 @@ class TransformerDecoderLayer(Module):
                                             batch_first=batch_first, bias=bias, **factory)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
                                                  batch_first=batch_first, bias=bias, **factory)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+        _add_feedforward_and_norms(self, 3, d_model, dim_feedforward, dropout, layer_norm_eps,
+                                   norm_first, bias, factory)
         self.activation = (_get_activation_fn(activation) if isinstance(activation, str)
                            else activation)
 
@@ -273,13 +280,7 @@ class TransformerEncoder(Module):
                 and src.dim() == 3 and src_key_padding_mask is not None and mask is None):
             padded = src_key_padding_mask != 0
             left_aligned = not getattr(self, "mask_check", True) or _left_aligned(padded)
-            attn = first_layer.self_attn
-            tensors = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
-                       attn.out_proj.bias, first_layer.norm1.weight, first_layer.norm1.bias,
-                       first_layer.norm2.weight, first_layer.norm2.bias,
-                       first_layer.linear1.weight, first_layer.linear1.bias,
-                       first_layer.linear2.weight, first_layer.linear2.bias)
-            if left_aligned and not _any_requires_grad(tensors):
+            if left_aligned and not _fused_path_requires_grad(first_layer, src):
                 padding = padded
                 # A nested tensor holds no padded tokens at all: mask them fully.
                 layer_padding_mask = padded

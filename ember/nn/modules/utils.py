@@ -22,6 +22,12 @@ _triple = _ntuple(3, "_triple")
 _quadruple = _ntuple(4, "_quadruple")
 
 
+def _per_dim(value, n):
+    """A layer argument as a tuple: a list or tuple as given, anything else once per each of
+    the ``n`` dimensions (unlike ``_ntuple``, other iterables are not unpacked)."""
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * n
+
+
 def _reverse_repeat_tuple(t, n):
     """``t`` reversed with each element repeated ``n`` times: a layer's per-dimension padding
     in the last-dimension-first form ``F.pad`` takes."""
