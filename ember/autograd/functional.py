@@ -47,7 +47,16 @@ def _unpack(values, is_tuple):
     return values if is_tuple else values[0]
 
 
-def _check_v(v, like, like_is_tuple):
+def _checked_v(v, like, like_is_tuple, create_graph, fn_name, like_description):
+    """``v`` as a tuple of fresh tensors matching ``like`` in number and shapes; ``None`` is
+    allowed only where ``like`` is a single one-element tensor (``like_description`` says what
+    ``like`` is, for the error)."""
+    if v is None:
+        if len(like) != 1 or like[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if {like_description} a single "
+                               "Tensor with a single element.")
+        return None
+    v = _fresh_inputs(_as_tensor_tuple(v, "v", fn_name)[1], create_graph, need_graph=False)
     if len(v) != len(like):
         if like_is_tuple:
             raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got "
@@ -58,9 +67,19 @@ def _check_v(v, like, like_is_tuple):
             prefix = f"Entry {i} in " if like_is_tuple else ""
             raise RuntimeError(f"{prefix}v has invalid size: should be {like_i.shape} but got "
                                f"{v_i.shape}.")
+    return v
 
 
-def _check_outputs_require_grad(outputs, strict):
+def _checked_inputs(inputs, create_graph, fn_name):
+    """``(was_a_tuple, fresh inputs)`` to call the user's function on."""
+    is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", fn_name)
+    return is_tuple, _fresh_inputs(inputs, create_graph)
+
+
+def _checked_outputs(outputs, strict, fn_name):
+    """``(was_a_tuple, tuple_of_outputs)`` of what the user's function returned; under
+    ``strict`` every output must be in the graph."""
+    is_tuple, outputs = _as_tensor_tuple(outputs, "outputs of the user-provided function", fn_name)
     if strict:
         for i, out in enumerate(outputs):
             if not out.requires_grad:
@@ -68,6 +87,7 @@ def _check_outputs_require_grad(outputs, strict):
                     f"Output {i} of the user-provided function does not require gradients. The "
                     "outputs must be computed in a differentiable manner from the input when "
                     "running in strict mode.")
+    return is_tuple, outputs
 
 
 def _grads(outputs, inputs, grad_outputs=None, create_graph=False):
@@ -81,42 +101,33 @@ def _grads(outputs, inputs, grad_outputs=None, create_graph=False):
                           create_graph=create_graph, allow_unused=True)
 
 
-def _zeros_for_missing(grads, refs, strict, independent_message):
+def _product(outputs, inputs, v, create_graph, refs, strict, independent_message):
+    """The last backward pass, ``v`` through ``outputs`` back to ``inputs``, recorded only where
+    ``create_graph`` or the caller's grad mode asks; where a product is missing (independent),
+    zeros shaped like ``refs``, or under ``strict`` the error ``independent_message``."""
     from ..ops import zeros_like
-    filled = []
-    for i, (g, ref) in enumerate(zip(grads, refs)):
-        if g is None:
-            if strict:
-                raise RuntimeError(independent_message.format(i=i))
-            g = zeros_like(ref)
-        filled.append(g)
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+        filled = []
+        for i, (g, ref) in enumerate(zip(_grads(outputs, inputs, v, create_graph), refs)):
+            if g is None:
+                if strict:
+                    raise RuntimeError(independent_message.format(i=i))
+                g = zeros_like(ref)
+            filled.append(g)
     return tuple(filled)
-
-
-def _default_v_allowed(tensors, what):
-    if len(tensors) != 1 or tensors[0].numel() != 1:
-        raise RuntimeError(f"The vector v can only be None if {what} a single Tensor with a single "
-                           "element.")
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``: the vector-Jacobian product at ``inputs``."""
     with grad_mode.enable_grad():
-        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "vjp")
-        inputs = _fresh_inputs(inputs, create_graph)
-        outputs_is_tuple, outputs = _as_tensor_tuple(
-            func(*inputs), "outputs of the user-provided function", "vjp")
-        _check_outputs_require_grad(outputs, strict)
-        if v is None:
-            _default_v_allowed(outputs, "the user-provided function returns")
-        else:
-            v = _fresh_inputs(_as_tensor_tuple(v, "v", "vjp")[1], create_graph, need_graph=False)
-            _check_v(v, outputs, outputs_is_tuple)
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
-        product = _zeros_for_missing(
-            _grads(outputs, inputs, v, create_graph), inputs, strict,
-            "The output of the user-provided function is independent of input {i}. This is not "
-            "allowed in strict mode.")
+        inputs_is_tuple, inputs = _checked_inputs(inputs, create_graph, "vjp")
+        outputs_is_tuple, outputs = _checked_outputs(func(*inputs), strict, "vjp")
+        v = _checked_v(v, outputs, outputs_is_tuple, create_graph, "vjp",
+                       "the user-provided function returns")
+    product = _product(
+        outputs, inputs, v, create_graph, inputs, strict,
+        "The output of the user-provided function is independent of input {i}. This is not "
+        "allowed in strict mode.")
     return (_unpack(_finish(outputs, create_graph), outputs_is_tuple),
             _unpack(_finish(product, create_graph), inputs_is_tuple))
 
@@ -125,16 +136,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)``: the Jacobian-vector product, by the double-backward trick."""
     from ..ops import zeros_like
     with grad_mode.enable_grad():
-        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "jvp")
-        inputs = _fresh_inputs(inputs, create_graph)
-        if v is None:
-            _default_v_allowed(inputs, "the input to the user-provided function is")
-        else:
-            v = _fresh_inputs(_as_tensor_tuple(v, "v", "jvp")[1], create_graph, need_graph=False)
-            _check_v(v, inputs, inputs_is_tuple)
-        outputs_is_tuple, outputs = _as_tensor_tuple(
-            func(*inputs), "outputs of the user-provided function", "jvp")
-        _check_outputs_require_grad(outputs, strict)
+        inputs_is_tuple, inputs = _checked_inputs(inputs, create_graph, "jvp")
+        v = _checked_v(v, inputs, inputs_is_tuple, create_graph, "jvp",
+                       "the input to the user-provided function is")
+        outputs_is_tuple, outputs = _checked_outputs(func(*inputs), strict, "jvp")
         dummy_cotangents = tuple(zeros_like(o, requires_grad=True) for o in outputs)
         vjps = _grads(outputs, inputs, dummy_cotangents, create_graph=True)
         if strict:
@@ -143,12 +148,11 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
                     raise RuntimeError(f"The gradient with respect to input {i} is independent of "
                                        "the inputs of the user-provided function. This is not "
                                        "allowed in strict mode.")
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
-        product = _zeros_for_missing(
-            _grads(vjps, dummy_cotangents, v, create_graph), outputs, strict,
-            "The gradient with respect to the input is independent of entry {i} in the "
-            "grad_outputs when using the double backward trick to compute forward mode "
-            "gradients. This is not allowed in strict mode.")
+    product = _product(
+        vjps, dummy_cotangents, v, create_graph, outputs, strict,
+        "The gradient with respect to the input is independent of entry {i} in the "
+        "grad_outputs when using the double backward trick to compute forward mode "
+        "gradients. This is not allowed in strict mode.")
     return (_unpack(_finish(outputs, create_graph), outputs_is_tuple),
             _unpack(_finish(product, create_graph), outputs_is_tuple))
 
@@ -186,11 +190,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     from ..ops import zeros_like
     _check_strategy(strategy, create_graph, strict, vectorize)
     with grad_mode.enable_grad():
-        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "jacobian")
-        inputs = _fresh_inputs(inputs, create_graph)
-        outputs_is_tuple, outputs = _as_tensor_tuple(
-            func(*inputs), "outputs of the user-provided function", "jacobian")
-        _check_outputs_require_grad(outputs, strict)
+        inputs_is_tuple, inputs = _checked_inputs(inputs, create_graph, "jacobian")
+        outputs_is_tuple, outputs = _checked_outputs(func(*inputs), strict, "jacobian")
         per_output = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]  # rows[j][k]: d out.flat[k] / d inputs[j]
@@ -223,9 +224,20 @@ def _stack_rows(rows, shape, like):
     return stack(rows, dim=0).reshape(shape)
 
 
+def _check_twice_differentiable(i, gradient):
+    """Strict mode's refusal of a gradient (with respect to input ``i``) that is out of the
+    graph: the function is then not twice differentiable there (a linear one, say)."""
+    if not gradient.requires_grad:
+        raise RuntimeError(
+            "While computing the hessian, found that the jacobian of the user-provided function "
+            f"with respect to input {i} is independent of the input. This is not allowed in strict "
+            "mode. You should ensure that your function is twice differentiable and that the "
+            "jacobian depends on the inputs (this would be violated by a linear function for "
+            "example).")
+
+
 def _check_single_scalar(out, strict, fn_name):
-    is_tuple, outs = _as_tensor_tuple(out, "outputs of the user-provided function", fn_name)
-    _check_outputs_require_grad(outs, strict)
+    is_tuple, _ = _checked_outputs(out, strict, fn_name)
     if is_tuple:
         raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
     if out.numel() != 1:
@@ -248,13 +260,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         grads = jacobian(scalar_func, inner_inputs, create_graph=True)
         if strict:
             for i, g in enumerate(grads):
-                if not g.requires_grad:
-                    raise RuntimeError(
-                        "While computing the hessian, found that the jacobian of the "
-                        f"user-provided function with respect to input {i} is independent of the "
-                        "input. This is not allowed in strict mode. You should ensure that your "
-                        "function is twice differentiable and that the jacobian depends on the "
-                        "inputs (this would be violated by a linear function for example).")
+                _check_twice_differentiable(i, g)
         return grads
 
     result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
@@ -276,13 +282,9 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def _hessian_vector(func, inputs, v, create_graph, strict, fn_name):
     with grad_mode.enable_grad():
-        inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", fn_name)
-        inputs = _fresh_inputs(inputs, create_graph)
-        if v is None:
-            _default_v_allowed(inputs, "the input to the user-provided function is")
-        else:
-            v = _fresh_inputs(_as_tensor_tuple(v, "v", fn_name)[1], create_graph, need_graph=False)
-            _check_v(v, inputs, inputs_is_tuple)
+        inputs_is_tuple, inputs = _checked_inputs(inputs, create_graph, fn_name)
+        v = _checked_v(v, inputs, inputs_is_tuple, create_graph, fn_name,
+                       "the input to the user-provided function is")
         output = _check_single_scalar(func(*inputs), strict, fn_name)
         gradient = _grads((output,), inputs, create_graph=True)
         if strict:
@@ -290,17 +292,10 @@ def _hessian_vector(func, inputs, v, create_graph, strict, fn_name):
                 if g is None:
                     raise RuntimeError(f"The output of the user-provided function is independent "
                                        f"of input {i}. This is not allowed in strict mode.")
-                if not g.requires_grad:
-                    raise RuntimeError(
-                        "While computing the hessian, found that the jacobian of the "
-                        f"user-provided function with respect to input {i} is independent of the "
-                        "input. This is not allowed in strict mode. You should ensure that your "
-                        "function is twice differentiable and that the jacobian depends on the "
-                        "inputs (this would be violated by a linear function for example).")
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
-        product = _zeros_for_missing(
-            _grads(gradient, inputs, v, create_graph), inputs, strict,
-            "The jacobian of the user-provided function is independent of input {i}. This is not "
-            "allowed in strict mode.")
+                _check_twice_differentiable(i, g)
+    product = _product(
+        gradient, inputs, v, create_graph, inputs, strict,
+        "The jacobian of the user-provided function is independent of input {i}. This is not "
+        "allowed in strict mode.")
     return (_finish((output,), create_graph)[0],
             _unpack(_finish(product, create_graph), inputs_is_tuple))

@@ -1,6 +1,6 @@
 """Adadelta: step sizes from running averages of squared gradients and squared updates."""
-from .optimizer import (Optimizer, addcmul_, advance, array, check_lr, check_nonnegative,
-                        gradient_for_step, scalar, step_counter, zeros_state)
+from .optimizer import (Optimizer, advance, array, check_lr, check_nonnegative,
+                        gradient_for_step, scalar, square_average_, step_counter, zeros_state)
 
 __all__ = ["Adadelta"]
 
@@ -33,14 +33,12 @@ class Adadelta(Optimizer):
         square_avg = array(state["square_avg"])
         acc_delta = array(state["acc_delta"])
         scratch = xp.empty_like(p)
-        xp.multiply(square_avg, rho, out=square_avg)
-        addcmul_(xp, square_avg, g, g, 1 - rho, scratch)
+        square_average_(xp, square_avg, g, rho, scratch)
         std = xp.add(square_avg, eps)
         xp.sqrt(std, out=std)
         delta = xp.add(acc_delta, eps)
         xp.sqrt(delta, out=delta)
         xp.divide(delta, std, out=delta)
         xp.multiply(delta, g, out=delta)
-        xp.multiply(acc_delta, rho, out=acc_delta)
-        addcmul_(xp, acc_delta, delta, delta, 1 - rho, scratch)
+        square_average_(xp, acc_delta, delta, rho, scratch)
         xp.add(p, xp.multiply(delta, -scalar(group["lr"]), out=delta), out=p)

@@ -9,7 +9,6 @@ and shapes, so checkpoints move both ways.
 """
 from .._tensor import Tensor, _wrap
 from .._type_info_and_switches import finfo
-from ..autograd.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer, advance, array, lerp_, scalar, step_counter, zeros_state
 
 __all__ = ["Adafactor"]
@@ -47,30 +46,16 @@ class Adafactor(Optimizer):
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = step_counter(float(p_state["step"]))
 
-    def step(self, closure=None):
-        """One optimisation step. As PyTorch, every parameter of a group is checked (complex,
-        sparse gradient) before any of that group's parameters moves."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                self._check_gradient_layouts(group)
-                params = [p for p in group["params"] if p.grad is not None]
-                for p in params:
-                    state = self.state[p]
-                    if len(state) == 0:
-                        self._init_state(group, p, state)
-                # PyTorch resolves a missing eps1 from the first parameter's dtype and keeps
-                # that value for the rest of the group; so does Ember, to follow it exactly.
-                eps1 = group["eps"][0]
-                if eps1 is None and params:
-                    eps1 = finfo(params[0].dtype).eps
-                for p in params:
-                    self._update(group, p, p.grad, self.state[p], eps1)
-                    p._bump_version()
-        return loss
+    def _step_group(self, group):
+        # PyTorch resolves a missing eps1 from the dtype of the group's first parameter with a
+        # gradient and keeps that value for the rest of the group; so does Ember, to follow it
+        # exactly. The rule reads it from the group it is handed.
+        eps = group["eps"]
+        if eps[0] is None:
+            first = next((p for p in group["params"] if p.grad is not None), None)
+            if first is not None:
+                group = {**group, "eps": (finfo(first.dtype).eps, eps[1])}
+        super()._step_group(group)
 
     def _init_state(self, group, param, state):
         state["step"] = step_counter()
@@ -86,13 +71,14 @@ class Adafactor(Optimizer):
         else:
             state["variance"] = zeros_state(grad)
 
-    def _update(self, group, param, grad, state, eps1):
+    def _update(self, group, param, grad, state):
         xp = param._backend.xp
         p = array(param)
         g = array(grad)
         if group["maximize"]:
             g = xp.negative(g)
         lr = scalar(group["lr"])
+        eps1 = group["eps"][0]
         eps2 = group["eps"][1]
         weight_decay = group["weight_decay"]
 

@@ -56,6 +56,17 @@ def _group_values(optimizer, key):
     return [_copy(group[key]) for group in optimizer.param_groups]
 
 
+def _scaled_lrs(optimizer, factor):
+    """Every group's current ``lr`` times ``factor``: a chainable scheduler's usual step."""
+    return [group["lr"] * factor for group in optimizer.param_groups]
+
+
+def _cosine_annealed(base_lrs, eta_min, t, period):
+    """The cosine curve at ``t``: each base lr at ``t = 0``, ``eta_min`` at ``t = period``."""
+    return [eta_min + (base_lr - eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+            for base_lr in base_lrs]
+
+
 def _set_group_value(group, key, value):
     if isinstance(group[key], Tensor):
         group[key].fill_(value.item() if isinstance(value, Tensor) else value)
@@ -68,6 +79,23 @@ def _set_momentum(group, momentum, use_beta1):
         group["betas"] = (momentum, *group["betas"][1:])
     else:
         group["momentum"] = momentum
+
+
+def _uses_beta1(optimizer):
+    """Whether a momentum cycle drives Adam's beta1 (else the groups' ``momentum``); an optimizer
+    with neither has no momentum to cycle."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                         "option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _start_momentum_cycle(optimizer, max_momentums, base_momentums, use_beta1):
+    """Start each group's momentum at its maximum and record both bounds in the group."""
+    for max_m, base_m, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        _set_momentum(group, max_m, use_beta1)
+        group["max_momentum"] = max_m
+        group["base_momentum"] = base_m
 
 
 def _check_is_optimizer(optimizer):
@@ -287,7 +315,7 @@ class StepLR(LRScheduler):
         _warn_unless_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, self.gamma)
 
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
@@ -307,7 +335,7 @@ class MultiStepLR(LRScheduler):
         if self.last_epoch not in self.milestones:
             return _group_values(self.optimizer, "lr")
         factor = self.gamma ** self.milestones[self.last_epoch]
-        return [group["lr"] * factor for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, factor)
 
     def _get_closed_form_lr(self):
         passed = bisect_right(sorted(self.milestones.elements()), self.last_epoch)
@@ -327,9 +355,9 @@ class ConstantLR(LRScheduler):
     def get_lr(self):
         _warn_unless_within_step(self)
         if self.last_epoch == 0:
-            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+            return _scaled_lrs(self.optimizer, self.factor)
         if self.last_epoch == self.total_iters:
-            return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+            return _scaled_lrs(self.optimizer, 1.0 / self.factor)
         return _group_values(self.optimizer, "lr")
 
     def _get_closed_form_lr(self):
@@ -356,13 +384,13 @@ class LinearLR(LRScheduler):
     def get_lr(self):
         _warn_unless_within_step(self)
         if self.last_epoch == 0:
-            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+            return _scaled_lrs(self.optimizer, self.start_factor)
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
         # Ratio of the factor at this epoch to the factor at the previous one.
         span = self.end_factor - self.start_factor
         ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
-        return [group["lr"] * ratio for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, ratio)
 
     def _get_closed_form_lr(self):
         progress = min(self.total_iters, self.last_epoch)
@@ -382,7 +410,7 @@ class ExponentialLR(LRScheduler):
         _warn_unless_within_step(self)
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, self.gamma)
 
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
@@ -403,7 +431,7 @@ class PolynomialLR(LRScheduler):
         now = 1.0 - self.last_epoch / self.total_iters
         before = 1.0 - (self.last_epoch - 1) / self.total_iters
         factor = (now / before) ** self.power
-        return [group["lr"] * factor for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, factor)
 
     def _get_closed_form_lr(self):
         progress = min(self.total_iters, self.last_epoch)
@@ -425,10 +453,9 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
         if self._step_count == 1 and self.last_epoch > 0:
-            # Resumed mid-schedule: there is no previous lr to chain from.
-            return [self.eta_min + (base_lr - self.eta_min)
-                    * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+            # Resumed mid-schedule: there is no previous lr to chain from. (PyTorch writes
+            # epoch * pi here, pi * epoch in the closed form: the same product, bit for bit.)
+            return _cosine_annealed(self.base_lrs, self.eta_min, self.last_epoch, self.T_max)
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             # The step off the bottom of the curve, where the ratio form would divide by zero.
             return [group["lr"]
@@ -440,9 +467,7 @@ class CosineAnnealingLR(LRScheduler):
                 for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base_lr - self.eta_min)
-                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return _cosine_annealed(self.base_lrs, self.eta_min, self.last_epoch, self.T_max)
 
 
 class _SchedulerList:
@@ -654,18 +679,12 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for max_m, base_m, group in zip(self.max_momentums, self.base_momentums,
-                                                optimizer.param_groups):
-                    _set_momentum(group, max_m, self.use_beta1)
-                    group["max_momentum"] = max_m
-                    group["base_momentum"] = base_m
+                _start_momentum_cycle(optimizer, self.max_momentums, self.base_momentums,
+                                      self.use_beta1)
         super().__init__(optimizer, last_epoch)
         # The base class took base_lrs from initial_lr; the cycle's floor is base_lr.
         self.base_lrs = base_lrs
@@ -741,9 +760,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self):
         _warn_unless_within_step(self)
-        return [self.eta_min + (base_lr - self.eta_min)
-                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
-                for base_lr in self.base_lrs]
+        return _cosine_annealed(self.base_lrs, self.eta_min, self.T_cur, self.T_i)
 
     def step(self, epoch=None):
         if epoch is None and self.last_epoch < 0:
@@ -834,18 +851,12 @@ class OneCycleLR(LRScheduler):
 
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
+            # PyTorch checks max_momentum's length first here (base_momentum's in CyclicLR).
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for max_m, base_m, group in zip(max_momentums, base_momentums,
-                                                optimizer.param_groups):
-                    _set_momentum(group, max_m, self.use_beta1)
-                    group["max_momentum"] = max_m
-                    group["base_momentum"] = base_m
+                _start_momentum_cycle(optimizer, max_momentums, base_momentums, self.use_beta1)
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):

@@ -11,9 +11,10 @@ subclass supplies ``__init__`` (validation and defaults) and two methods:
   backend's ``xp`` with ``out=``, so a step allocates no more than the rule needs.
 
 ``step`` calls them for every parameter that has a gradient, under ``no_grad``, and bumps the
-parameter's version. An algorithm that is not per-parameter (LBFGS) overrides ``step`` instead.
-The helpers below (``lerp_``, ``addcmul_``, ``addcdiv_``) evaluate PyTorch's formulas in
-PyTorch's order, so results agree to rounding. ``foreach``, ``capturable`` and
+parameter's version; a rule that resolves a value once per group (Adafactor) overrides
+``_step_group``, and an algorithm that is not per-parameter (LBFGS) overrides ``step`` instead.
+The helpers below (``lerp_``, ``addcmul_``, ``addcdiv_``, ``square_average_``) evaluate
+PyTorch's formulas in PyTorch's order, so results agree to rounding. ``foreach``, ``capturable`` and
 ``differentiable`` are accepted and stored like PyTorch's (checkpoints carry them) but change
 nothing: there is one implementation, and updates are never recorded for autograd.
 """
@@ -166,6 +167,16 @@ def addcdiv_(xp, target, a, b, value, scratch):
     xp.add(target, scratch, out=target)
 
 
+def square_average_(xp, average, values, decay, scratch):
+    """``average.mul_(decay).addcmul_(values, values, value=1 - decay)``: the running average of
+    squares behind Adam's second moment, RMSprop and Adadelta, in PyTorch's order."""
+    xp.multiply(average, decay, out=average)
+    # addcmul_'s three operations, written out: this runs for every parameter on every step.
+    xp.multiply(values, 1 - decay, out=scratch)
+    xp.multiply(scratch, values, out=scratch)
+    xp.add(average, scratch, out=average)
+
+
 def gradient_for_step(xp, param, grad, maximize, weight_decay):
     """The gradient the rule sees: negated under ``maximize``, plus ``weight_decay * param``
     (a new array whenever it differs from ``grad``, which is never written)."""
@@ -194,8 +205,7 @@ def update_moments(xp, state, grad, beta1, beta2, scratch):
     exp_avg = array(state["exp_avg"])
     exp_avg_sq = array(state["exp_avg_sq"])
     lerp_(xp, exp_avg, grad, 1 - beta1, scratch)
-    xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, scratch)
+    square_average_(xp, exp_avg_sq, grad, beta2, scratch)
     return exp_avg, exp_avg_sq
 
 
@@ -310,17 +320,22 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._check_gradient_layouts(group)
-                keeps_state = self._keeps_state(group)
-                for param in group["params"]:
-                    grad = param.grad
-                    if grad is None:
-                        continue
-                    state = self.state[param] if keeps_state else None
-                    if keeps_state and len(state) == 0:
-                        self._init_state(group, param, state)
-                    self._update(group, param, grad, state)
-                    param._bump_version()
+                self._step_group(group)
         return loss
+
+    def _step_group(self, group):
+        """``_init_state`` (first time) and ``_update`` for each parameter of ``group`` that has
+        a gradient."""
+        keeps_state = self._keeps_state(group)
+        for param in group["params"]:
+            grad = param.grad
+            if grad is None:
+                continue
+            state = self.state[param] if keeps_state else None
+            if keeps_state and len(state) == 0:
+                self._init_state(group, param, state)
+            self._update(group, param, grad, state)
+            param._bump_version()
 
     def _init_state(self, group, param, state):
         raise NotImplementedError

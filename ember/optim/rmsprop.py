@@ -1,6 +1,7 @@
 """RMSprop, optionally centered and with momentum."""
 from .optimizer import (Optimizer, addcdiv_, addcmul_, advance, array, check_lr, check_nonnegative,
-                        gradient_for_step, lerp_, scalar, step_counter, zeros_state)
+                        gradient_for_step, lerp_, scalar, square_average_, step_counter,
+                        zeros_state)
 
 __all__ = ["RMSprop"]
 
@@ -37,8 +38,7 @@ class RMSprop(Optimizer):
         g = gradient_for_step(xp, p, array(grad), group["maximize"], group["weight_decay"])
         square_avg = array(state["square_avg"])
         scratch = xp.empty_like(p)
-        xp.multiply(square_avg, alpha, out=square_avg)
-        addcmul_(xp, square_avg, g, g, 1 - alpha, scratch)
+        square_average_(xp, square_avg, g, alpha, scratch)
         avg = xp.empty_like(p)
         if group["centered"]:
             grad_avg = array(state["grad_avg"])
