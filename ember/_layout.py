@@ -9,7 +9,9 @@ __all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "spars
            "sparse_bsc"]
 
 
-class layout:
+class _NamedSingleton:
+    """torch's enum-like types (``layout`` here, ``memory_format``): each value is one instance,
+    shown and pickled by the name it has in its class's module (which must define that name)."""
     __slots__ = ("_name",)
 
     def __init__(self, name):
@@ -20,6 +22,10 @@ class layout:
 
     def __reduce__(self):
         return self._name  # singletons: unpickle as the module attribute
+
+
+class layout(_NamedSingleton):
+    __slots__ = ()
 
 
 strided = layout("strided")

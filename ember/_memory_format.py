@@ -6,21 +6,14 @@ a NumPy view with those strides, so ``stride()`` and ``is_contiguous()`` answer 
 every op computes on it as on any strided view.
 """
 
+from ._layout import _NamedSingleton
+
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format"]
 
 
-class memory_format:
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"ember.{self._name}"
-
-    def __reduce__(self):
-        return self._name  # singletons: unpickle as the module attribute
+class memory_format(_NamedSingleton):
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")

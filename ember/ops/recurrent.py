@@ -36,10 +36,55 @@ def _sigmoid_(xp, a):
     a += 0.5
 
 
+def _dsigmoid_(xp, out, s, a, b):
+    # s (1 - s) a b, with s = sigmoid(x): a gate's gradient through its sigmoid.
+    xp.subtract(1, s, out=out)
+    out *= s
+    out *= a
+    out *= b
+
+
+def _dtanh_(xp, out, t, *factors):
+    # (1 - t^2) times the factors, with t = tanh(x).
+    xp.multiply(t, t, out=out)
+    xp.subtract(1, out, out=out)
+    for f in factors:
+        out *= f
+
+
 def _steps(batch_sizes):
     """(rows, first row) of each step in the time-major stacked layout."""
     offsets = [0, *itertools.accumulate(batch_sizes)]
     return list(batch_sizes), offsets
+
+
+def _forward_steps(order, sizes, offsets, acts, h, hprev):
+    """Each step in ``order`` as (rows, first row, end row, its rows of ``acts``, the previous
+    hidden state), that state saved into ``hprev`` for the backward."""
+    for t in order:
+        n, lo = sizes[t], offsets[t]
+        hi = lo + n
+        hp = h[:n]
+        hprev[lo:hi] = hp
+        yield n, lo, hi, acts[lo:hi], hp
+
+
+def _backward_steps(order, sizes, offsets, dh, g_out):
+    """Each step, last to first, as (rows, first row, end row, dh_t): ``dh_t`` is the step's
+    rows of ``dh``, which the loop body of the later step has just filled with the gradient it
+    carries back, plus the output's own gradient at this step."""
+    for t in reversed(order):
+        n, lo = sizes[t], offsets[t]
+        hi = lo + n
+        dht = dh[:n]
+        if g_out is not None:
+            dht += g_out[lo:hi]
+        yield n, lo, hi, dht
+
+
+def _work_arrays(work, *tensors):
+    """The tensors' arrays in the ``work`` dtype (None stays None)."""
+    return [None if t is None else t._data.astype(work, copy=False) for t in tensors]
 
 
 # ---- forward loops on arrays ----------------------------------------------------------------
@@ -49,12 +94,7 @@ def _forward_rnn(xp, mode, gx, h0, w_hh, b_hh, sizes, offsets, order):
     w_t = xp.ascontiguousarray(w_hh.T)
     h = h0.copy()
     hprev = xp.empty((gx.shape[0], h0.shape[1]), dtype=gx.dtype)
-    for t in order:
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        a = acts[lo:hi]
-        hp = h[:n]
-        hprev[lo:hi] = hp
+    for n, lo, hi, a, hp in _forward_steps(order, sizes, offsets, acts, h, hprev):
         a += hp @ w_t
         if mode == "RNN_TANH":
             xp.tanh(a, out=a)
@@ -80,12 +120,8 @@ def _forward_lstm(xp, gx, h0, c0, w_hh, b_hh, w_hr, sizes, offsets, order):
     cprev = xp.empty((N, H), dtype=gx.dtype)
     tcs = xp.empty((N, H), dtype=gx.dtype)      # tanh(c_t)
     rs = xp.empty((N, H), dtype=gx.dtype) if w_hr is not None else None  # before projection
-    for t in order:
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        a = acts[lo:hi]
-        hp, cp = h[:n], c[:n]
-        hprev[lo:hi] = hp
+    for n, lo, hi, a, hp in _forward_steps(order, sizes, offsets, acts, h, hprev):
+        cp = c[:n]
         cprev[lo:hi] = cp
         a += hp @ w_t
         _sigmoid_(xp, a[:, :2 * H])
@@ -120,12 +156,7 @@ def _forward_gru(xp, gx, h0, w_hh, b_hh, sizes, offsets, order):
     out = xp.empty((N, H), dtype=gx.dtype)
     hprev = xp.empty((N, H), dtype=gx.dtype)
     ghn_all = xp.empty((N, H), dtype=gx.dtype)  # W_hn h + b_hn
-    for t in order:
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        a = acts[lo:hi]
-        hp = h[:n]
-        hprev[lo:hi] = hp
+    for n, lo, hi, a, hp in _forward_steps(order, sizes, offsets, acts, h, hprev):
         gh = hp @ w_t
         rz = a[:, :2 * H]
         rz += gh[:, :2 * H]
@@ -151,18 +182,11 @@ def _forward_gru(xp, gx, h0, w_hh, b_hh, sizes, offsets, order):
 def _backward_rnn(xp, mode, cache, g_out, dh, w_hh, sizes, offsets, order):
     acts = cache["acts"]
     dgates = xp.empty_like(acts)
-    for t in reversed(order):
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        dht = dh[:n]
-        if g_out is not None:
-            dht += g_out[lo:hi]
+    for n, lo, hi, dht in _backward_steps(order, sizes, offsets, dh, g_out):
         y = acts[lo:hi]
         d = dgates[lo:hi]
         if mode == "RNN_TANH":
-            xp.multiply(y, y, out=d)
-            xp.subtract(1, d, out=d)
-            d *= dht
+            _dtanh_(xp, d, y, dht)
         else:
             xp.multiply(dht, y > 0, out=d)
         xp.matmul(d, w_hh, out=dht)
@@ -174,12 +198,7 @@ def _backward_lstm(xp, cache, g_out, dh, dc, w_hh, w_hr, sizes, offsets, order):
     H = tcs.shape[1]
     dgates = xp.empty_like(acts)
     dhs = xp.empty((acts.shape[0], dh.shape[1]), dtype=acts.dtype) if w_hr is not None else None
-    for t in reversed(order):
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        dht = dh[:n]
-        if g_out is not None:
-            dht += g_out[lo:hi]
+    for n, lo, hi, dht in _backward_steps(order, sizes, offsets, dh, g_out):
         if w_hr is not None:
             dhs[lo:hi] = dht
             dr = dht @ w_hr
@@ -191,29 +210,14 @@ def _backward_lstm(xp, cache, g_out, dh, dc, w_hh, w_hr, sizes, offsets, order):
         d = dgates[lo:hi]
         di, df, dg, do = d[:, :H], d[:, H:2 * H], d[:, 2 * H:3 * H], d[:, 3 * H:]
         # dc_t = dc_{t+1} * f_{t+1} (carried) + dh_t * o * (1 - tanh(c_t)^2)
-        xp.multiply(tc, tc, out=do)
-        xp.subtract(1, do, out=do)
-        do *= o
-        do *= dr
+        _dtanh_(xp, do, tc, o, dr)
         dct = dc[:n]
         dct += do
         # the output gate: dh_t * tanh(c_t) * o * (1 - o)
-        xp.subtract(1, o, out=do)
-        do *= o
-        do *= tc
-        do *= dr
-        xp.subtract(1, i, out=di)
-        di *= i
-        di *= g
-        di *= dct
-        xp.subtract(1, f, out=df)
-        df *= f
-        df *= cprev[lo:hi]
-        df *= dct
-        xp.multiply(g, g, out=dg)
-        xp.subtract(1, dg, out=dg)
-        dg *= i
-        dg *= dct
+        _dsigmoid_(xp, do, o, tc, dr)
+        _dsigmoid_(xp, di, i, g, dct)
+        _dsigmoid_(xp, df, f, cprev[lo:hi], dct)
+        _dtanh_(xp, dg, g, i, dct)
         dct *= f
         xp.matmul(d, w_hh, out=dht)
     g_hr = None
@@ -228,33 +232,22 @@ def _backward_gru(xp, cache, g_out, dh, w_hh, sizes, offsets, order):
     H = G // 3
     dgh = xp.empty_like(acts)        # gradient of the hidden projection W_hh h + b_hh
     dnx = xp.empty((N, H), dtype=acts.dtype)  # gradient of the n gate's input projection
-    for t in reversed(order):
-        n, lo = sizes[t], offsets[t]
-        hi = lo + n
-        dht = dh[:n]
-        if g_out is not None:
-            dht += g_out[lo:hi]
+    for n, lo, hi, dht in _backward_steps(order, sizes, offsets, dh, g_out):
         a = acts[lo:hi]
         r, z, nn = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
         d = dgh[lo:hi]
         dr, dz, dhn = d[:, :H], d[:, H:2 * H], d[:, 2 * H:]
         dn = dnx[lo:hi]
         # n: dh * (1 - z) * (1 - n^2)
-        xp.multiply(nn, nn, out=dn)
-        xp.subtract(1, dn, out=dn)
         xp.subtract(1, z, out=dr)
-        dn *= dr
-        dn *= dht
+        _dtanh_(xp, dn, nn, dr, dht)
         # z: dh * (h_prev - n) * z * (1 - z)
         xp.subtract(hprev[lo:hi], nn, out=dz)
         dz *= dht
         dz *= z
         dz *= dr
         # r: dn * (W_hn h + b_hn) * r * (1 - r)
-        xp.subtract(1, r, out=dr)
-        dr *= r
-        dr *= ghn_all[lo:hi]
-        dr *= dn
+        _dsigmoid_(xp, dr, r, ghn_all[lo:hi], dn)
         xp.multiply(dn, r, out=dhn)
         dht *= z
         dht += d @ w_hh
@@ -279,23 +272,18 @@ class RnnLayerBackward0(Node):
         xp = gates_x._backend.xp
         work = self.work_dtype
         B = h0.shape[0]
-
-        def arr(t):
-            return None if t is None else t._data.astype(work, copy=False)
-
-        w = arr(w_hh)
-        dh = arr(g_hn).copy() if g_hn is not None else xp.zeros((B, h0.shape[1]), dtype=work)
+        w, go, w_r, gh, gc = _work_arrays(work, w_hh, g_out, w_hr, g_hn, g_cn)
+        dh = gh.copy() if gh is not None else xp.zeros((B, h0.shape[1]), dtype=work)
         mode, sizes, offsets, order = self.mode, self.sizes, self.offsets, self.order
         if mode == "LSTM":
-            dc = arr(g_cn).copy() if g_cn is not None else xp.zeros((B, c0.shape[1]), dtype=work)
-            dgx, dgh, dh, dc, hr = _backward_lstm(xp, self.cache, arr(g_out), dh, dc, w,
-                                                  arr(w_hr), sizes, offsets, order)
+            dc = gc.copy() if gc is not None else xp.zeros((B, c0.shape[1]), dtype=work)
+            dgx, dgh, dh, dc, hr = _backward_lstm(xp, self.cache, go, dh, dc, w, w_r, sizes,
+                                                  offsets, order)
         elif mode == "GRU":
-            dgx, dgh, dh, dc, hr = _backward_gru(xp, self.cache, arr(g_out), dh, w, sizes,
-                                                 offsets, order)
+            dgx, dgh, dh, dc, hr = _backward_gru(xp, self.cache, go, dh, w, sizes, offsets, order)
         else:
-            dgx, dgh, dh, dc, hr = _backward_rnn(xp, mode, self.cache, arr(g_out), dh, w, sizes,
-                                                 offsets, order)
+            dgx, dgh, dh, dc, hr = _backward_rnn(xp, mode, self.cache, go, dh, w, sizes, offsets,
+                                                 order)
         edges = self._edges
 
         def out(data, like):
@@ -401,13 +389,9 @@ def rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None, batch_sizes=Non
     if reverse:
         order.reverse()
 
-    def arr(t):
-        return None if t is None else t._data.astype(work, copy=False)
-
-    gx, h, w, b = arr(gates_x), arr(h0), arr(w_hh), arr(b_hh)
+    gx, h, c, w, b, w_r = _work_arrays(work, gates_x, h0, c0, w_hh, b_hh, w_hr)
     if mode == "LSTM":
-        out, hn, cn, cache = _forward_lstm(xp, gx, h, arr(c0), w, b, arr(w_hr), sizes, offsets,
-                                           order)
+        out, hn, cn, cache = _forward_lstm(xp, gx, h, c, w, b, w_r, sizes, offsets, order)
     elif mode == "GRU":
         out, hn, cn, cache = _forward_gru(xp, gx, h, w, b, sizes, offsets, order)
     else:

@@ -833,21 +833,17 @@ def clone(input, *, memory_format=None):
 
 
 def contiguous(input, memory_format=None):
+    # As torch's: the input itself when it already lies in the format, else its clone in it.
     if memory_format is None or memory_format is _mf.contiguous_format:
         if input.is_contiguous():
             return input
-        data = input._backend.xp.ascontiguousarray(input._data)
+        memory_format = _mf.contiguous_format
     else:
         if input.is_contiguous(memory_format=memory_format):
             return input
         if memory_format is _mf.preserve_format:
             raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-        _mf.check(memory_format, input._data.ndim)
-        data = _mf.arrange(input._backend.xp, input._data, memory_format)
-    out = _wrap(data, input._dtype, input)
-    if _needs(input):
-        record(CloneBackward0, (input,), out)
-    return out
+    return clone(input, memory_format=memory_format)
 
 
 class CatBackward0(Node):

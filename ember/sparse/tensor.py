@@ -181,10 +181,14 @@ class SparseTensor(Tensor):
                                "layout")
         self._data = value._data
         self._dtype = value._dtype
-        self._indices_data = value._indices_data
-        self._values_data = value._values_data
-        self._crow_data = value._crow_data
-        self._coalesced = value._coalesced
+        self._take_arrays(value)
+
+    def _take_arrays(self, other):
+        """Hold ``other``'s stored entries (a sparse tensor of this layout) as this tensor's."""
+        self._indices_data = other._indices_data
+        self._values_data = other._values_data
+        self._crow_data = other._crow_data
+        self._coalesced = other._coalesced
 
     # ---- what a sparse tensor does not have ------------------------------------------------
     def is_contiguous(self, memory_format=None):
@@ -343,10 +347,7 @@ class SparseTensor(Tensor):
         if not isinstance(result, SparseTensor) or result._layout is not self._layout:
             raise RuntimeError(f"add_: the result of adding {type(other).__name__} to a tensor of "
                                f"layout {self._layout} is not of that layout")
-        self._indices_data = result._indices_data
-        self._values_data = result._values_data
-        self._crow_data = result._crow_data
-        self._coalesced = result._coalesced
+        self._take_arrays(result)
         self._bump_version()
         return self
 

@@ -9,17 +9,21 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold", "conv_tbc"]
 
 
-def expand_param(value, n, name="stride"):
-    """An int or an n-sequence as an n-tuple, with PyTorch's error for a wrong length."""
+_CONV_LENGTH_ERROR = ("expected {name} to be a single integer value or a list of {n} values to "
+                      "match the convolution dimensions, but got {name}={value}")
+
+
+def expand_param(value, n, name="stride", length_error=_CONV_LENGTH_ERROR):
+    """An int or a 1- or n-sequence as an n-tuple; another length raises PyTorch's error,
+    ``length_error`` formatted with ``name``, ``n`` and the ``value`` as a list (pooling
+    passes its own)."""
     if isinstance(value, int):
         return (value,) * n
     value = tuple(value)
     if len(value) == 1:
         return value * n
     if len(value) != n:
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
-                           f"values to match the convolution dimensions, but got "
-                           f"{name}={list(value)}")
+        raise RuntimeError(length_error.format(name=name, n=n, value=list(value)))
     return value
 
 
@@ -214,6 +218,13 @@ def _pair(value, name):
     return value
 
 
+def _block_args(kernel_size, dilation, padding, stride):
+    """unfold's and fold's block geometry as pairs, and the padding as (before, after) pairs."""
+    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
+    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
+    return kernel, dilation, padding, stride, tuple((p, p) for p in padding)
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding ``kernel_size`` blocks of an ``(N, C, H, W)`` input as columns
     ``(N, C * kH * kW, L)``."""
@@ -227,9 +238,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.dtype._kind == 1:  # integers (bool has a kernel)
         raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for "
                                   f"'{dtype_name(input.dtype)}'")
-    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
-    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
-    pads = tuple((p, p) for p in padding)
+    kernel, dilation, padding, stride, pads = _block_args(kernel_size, dilation, padding, stride)
     spatial = input.shape[-2:]
     blocks = [_ops.conv_output_size(n, k, s, p, d) for n, k, s, p, d
               in zip(spatial, kernel, stride, pads, dilation)]
@@ -253,9 +262,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for "
                                   f"'{dtype_name(input.dtype)}'")
     output_size = _pair(output_size, "output_size")
-    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
-    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
-    pads = tuple((p, p) for p in padding)
+    kernel, dilation, padding, stride, pads = _block_args(kernel_size, dilation, padding, stride)
     kernel_count = kernel[0] * kernel[1]
     rows, columns = input.shape[-2:]
     if rows % kernel_count:

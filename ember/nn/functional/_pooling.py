@@ -1,12 +1,14 @@
 """Pooling, as ``torch.nn.functional``: the argument checks and window geometry; max, average,
 adaptive pooling and max unpooling are ops in ``ember.ops.pooling`` recording PyTorch's nodes
 (1-d pooling runs the 2-d op on an unsqueezed view, as PyTorch does)."""
+import functools
 import math
 
 from ..._tensor import _wrap, wrap_dim_no_scalar
 from ... import _dtype as dt
 from ...ops._dispatch import dtype_name
 from ...ops import pooling as _pool
+from ._conv import expand_param
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -17,15 +19,9 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "lp_pool1d", "lp_pool2d", "lp_pool3d"]
 
 
-def _tuple(value, n, name):
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) == 1:
-        return value * n
-    if len(value) != n:
-        raise RuntimeError(f"{name} must either be a single int, or a tuple of {n} ints")
-    return value
+# No Python frame of its own: pooling's arguments expand as convolution's, with its error.
+_tuple = functools.partial(
+    expand_param, length_error="{name} must either be a single int, or a tuple of {n} ints")
 
 
 def _pool_output_size(size, kernel, stride, pad, dilation, ceil_mode):
