@@ -28,7 +28,7 @@ from .. import _layout
 from .._tensor import Tensor, _wrap
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.creation import tensor as _tensor
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import add_hook
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -49,16 +49,12 @@ _global_step_post_hooks = OrderedDict()
 
 def register_optimizer_step_pre_hook(hook):
     """``hook(optimizer, args, kwargs)`` runs before every optimizer's ``step``."""
-    handle = RemovableHandle(_global_step_pre_hooks)
-    _global_step_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_step_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """``hook(optimizer, args, kwargs)`` runs after every optimizer's ``step``."""
-    handle = RemovableHandle(_global_step_post_hooks)
-    _global_step_post_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_step_post_hooks, hook)
 
 
 def _typename(obj):
@@ -345,15 +341,11 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook):
         """``hook(optimizer, args, kwargs)`` before ``step``; it may return ``(args, kwargs)``."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """``hook(optimizer, args, kwargs)`` after ``step``."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     # ---- gradients ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none=True):
@@ -494,27 +486,19 @@ class Optimizer:
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer)`` before ``state_dict`` builds its result."""
-        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` after; it may return a replacement dict."""
-        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` before loading; it may return a replacement dict."""
-        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer)`` after loading."""
-        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
-
-
-def _add_hook(hooks, hook, prepend):
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
 
 def _with_step_hooks(step):

@@ -48,3 +48,17 @@ def _weakrefable(obj):
         return True
     except TypeError:
         return False
+
+
+def add_hook(hooks, hook, prepend=False, flags=()):
+    """Store ``hook`` in the OrderedDict ``hooks`` under a new handle's id. ``flags`` holds
+    ``(flag_dict, on)`` pairs: the id is marked in each flag_dict that is on, and the handle
+    removes it from every flag_dict along with ``hooks``."""
+    handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
+    hooks[handle.id] = hook
+    for flag_dict, on in flags:
+        if on:
+            flag_dict[handle.id] = True
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function
-from ...utils.hooks import RemovableHandle
+from ...utils.hooks import RemovableHandle, add_hook  # noqa: F401 (torch.nn.modules.module has it too)
 from ..parameter import Parameter, Buffer, is_lazy
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -108,20 +108,6 @@ class _WrappedHook:
             self.module = weakref.ref(state["module"])
 
 
-def _add_hook(hooks, hook, prepend=False, flags=()):
-    """Store ``hook`` in the OrderedDict ``hooks`` under a new handle's id. ``flags`` holds
-    ``(flag_dict, on)`` pairs: the id is marked in each flag_dict that is on, and the handle
-    removes it from every flag_dict along with ``hooks``."""
-    handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
-    hooks[handle.id] = hook
-    for flag_dict, on in flags:
-        if on:
-            flag_dict[handle.id] = True
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
-
-
 def _run_registration_hooks(hooks, module, name, value):
     """The value to register after each global registration hook had its chance to replace it."""
     for hook in hooks.values():
@@ -133,18 +119,18 @@ def _run_registration_hooks(hooks, module, name, value):
 
 def register_module_forward_pre_hook(hook):
     """A forward pre-hook run for every module, before the module's own."""
-    return _add_hook(_global_forward_pre_hooks, hook)
+    return add_hook(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """A forward hook run for every module, before the module's own."""
-    return _add_hook(_global_forward_hooks, hook,
+    return add_hook(_global_forward_hooks, hook,
                      flags=((_global_forward_hooks_always_called, always_call),
                             (_global_forward_hooks_with_kwargs, with_kwargs)))
 
 
 def register_module_full_backward_pre_hook(hook):
-    return _add_hook(_global_backward_pre_hooks, hook)
+    return add_hook(_global_backward_pre_hooks, hook)
 
 
 def _register_global_backward_hook(hook, full):
@@ -154,7 +140,7 @@ def _register_global_backward_hook(hook, full):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = full
-    return _add_hook(_global_backward_hooks, hook)
+    return add_hook(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
@@ -169,15 +155,15 @@ def register_module_backward_hook(hook):
 
 def register_module_buffer_registration_hook(hook):
     """``hook(module, name, buffer)`` runs on every ``register_buffer``; may return a new buffer."""
-    return _add_hook(_global_buffer_registration_hooks, hook)
+    return add_hook(_global_buffer_registration_hooks, hook)
 
 
 def register_module_module_registration_hook(hook):
-    return _add_hook(_global_module_registration_hooks, hook)
+    return add_hook(_global_module_registration_hooks, hook)
 
 
 def register_module_parameter_registration_hook(hook):
-    return _add_hook(_global_parameter_registration_hooks, hook)
+    return add_hook(_global_parameter_registration_hooks, hook)
 
 
 def _remove_from(name, *dicts_or_sets):
@@ -749,7 +735,7 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args)`` (or ``hook(module, args, kwargs)`` with ``with_kwargs``) runs
         before ``forward`` and may return replacement args (or ``(args, kwargs)``)."""
-        return _add_hook(self._forward_pre_hooks, hook, prepend,
+        return add_hook(self._forward_pre_hooks, hook, prepend,
                          flags=((self._forward_pre_hooks_with_kwargs, with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
@@ -757,14 +743,14 @@ class Module:
         """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) runs after
         ``forward`` and may return a replacement output. ``always_call`` runs it even when
         ``forward`` raised."""
-        return _add_hook(self._forward_hooks, hook, prepend,
+        return add_hook(self._forward_hooks, hook, prepend,
                          flags=((self._forward_hooks_with_kwargs, with_kwargs),
                                 (self._forward_hooks_always_called, always_call)))
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output)`` runs when the gradients w.r.t. the module's outputs are
         known and may return replacements."""
-        return _add_hook(self._backward_pre_hooks, hook, prepend)
+        return add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` runs when the gradients w.r.t. the module's
@@ -782,7 +768,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         self._is_full_backward_hook = full
-        return _add_hook(self._backward_hooks, hook, prepend)
+        return add_hook(self._backward_hooks, hook, prepend)
 
     def _get_backward_hooks(self):
         """(full hooks, deprecated non-full hooks), global ones first."""
@@ -840,13 +826,13 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
-        return _add_hook(self._state_dict_pre_hooks, hook)
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's entries
         are saved; it edits ``state_dict`` in place and must return None."""
         hook._from_public_api = True
-        return _add_hook(self._state_dict_hooks, hook)
+        return add_hook(self._state_dict_hooks, hook)
 
     def _register_state_dict_hook(self, hook):
         """As ``register_state_dict_post_hook``, except that a returned dict replaces the
@@ -854,10 +840,10 @@ class Module:
         if getattr(hook, "_from_public_api", False):
             raise RuntimeError("Cannot register the same function as the state dict post hook "
                                "that was previously registered via register_state_dict_post_hook")
-        return _add_hook(self._state_dict_hooks, hook)
+        return add_hook(self._state_dict_hooks, hook)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        return _add_hook(self._load_state_dict_pre_hooks,
+        return add_hook(self._load_state_dict_pre_hooks,
                          _WrappedHook(hook, self if with_module else None))
 
     def register_load_state_dict_pre_hook(self, hook):
@@ -868,7 +854,7 @@ class Module:
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys)`` runs after ``load_state_dict`` reached this module;
         it may edit the key lists in place."""
-        return _add_hook(self._load_state_dict_post_hooks, hook)
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     # ---- state_dict -------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
