@@ -1,41 +1,39 @@
 """The products under ``nn.functional.linear`` and ``bilinear``.
 
-``linear`` records the graph PyTorch records: ``addmm(bias, input, weight.t())`` for a matrix
-input (``mm`` without a bias), other ranks flattened to a matrix by a view and viewed back.
-``weight.t()`` is a view, so the product still reaches BLAS without a transposed copy.
+``linear`` takes PyTorch's path and so records its graph: ``addmm(bias, input, weight.t())``
+for a matrix input with a bias, and for any other contiguous input with a vector bias (flattened
+to a matrix, the result viewed back); otherwise ``matmul(input, weight.t())``, then the bias
+added. ``weight.t()`` is a view, so the product still reaches BLAS without a transposed copy.
 ``trilinear`` is the bilinear form on matrices, one composite under PyTorch's
-``TrilinearBackward0``. Argument checking is ``nn.functional``'s (``functional/_linear.py``).
+``TrilinearBackward0``. Argument checking is the kernels' own, and ``nn.functional``'s
+(``functional/_linear.py``).
 """
-from ._dispatch import needs_grad, record, _wrap, CompositeBackward, record_composite
+import math
+
+from ._dispatch import record_composite, CompositeBackward
 from .matmul import addmm
-from .shape import UnsafeViewBackward0, SqueezeBackward4
 
 __all__ = []
 
 
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias`` on checked operands."""
+    """``input @ weight.T + bias`` on operands of at least one dimension."""
     weight_t = weight.t()
-    if input.ndim == 2:
-        return input.mm(weight_t) if bias is None else addmm(bias, input, weight_t)
-    out_shape = tuple(input.shape[:-1]) + (weight.shape[0],)
-    if bias is not None:
-        if input.is_contiguous():
-            return addmm(bias, input.reshape(-1, weight.shape[1]), weight_t).view(out_shape)
-        # PyTorch's non-contiguous input: matmul (a copy folded into mm), then the bias added
-        return linear(input, weight) + bias
-    if input.ndim == 1:
-        return _result_view(input.unsqueeze(0).mm(weight_t), out_shape, SqueezeBackward4)
-    return _result_view(input.reshape(-1, weight.shape[1]).mm(weight_t), out_shape,
-                        UnsafeViewBackward0)
+    if bias is not None and (input.ndim == 2 or (_fusable(bias) and input.is_contiguous())):
+        if input.ndim == 2:
+            return addmm(bias, input, weight_t)
+        batch = tuple(input.shape[:-1])
+        # (the row count is spelled out: -1 is ambiguous for an input with no features)
+        product = addmm(bias, input.reshape(math.prod(batch), input.shape[-1]), weight_t)
+        return product.view(batch + (product.shape[-1],))
+    out = input.matmul(weight_t)
+    return out if bias is None else out + bias
 
 
-def _result_view(product, shape, node):
-    """``product`` (a fresh result) reshaped, under the node PyTorch's matmul records for it."""
-    res = _wrap(product._data.reshape(shape), product._dtype, product)
-    if needs_grad(product):
-        record(node, (product,), res, in_shape=product._data.shape)
-    return res
+def _fusable(bias):
+    """PyTorch's test for a bias ``addmm`` can take on a flattened input: contiguous, and 1-D
+    once squeezed (whether or not it then broadcasts against the rows)."""
+    return bias.is_contiguous() and (bias.ndim == 1 or sum(s != 1 for s in bias.shape) == 1)
 
 
 class TrilinearBackward0(CompositeBackward):
@@ -49,7 +47,8 @@ def trilinear(x1, weight, x2):
 
 def _trilinear(x1, weight, x2):
     out_features, in1, in2 = weight.shape
-    # One matrix product contracts i; the j contraction is a row-wise dot with x2.
+    # One matrix product contracts i, a batched one contracts j with each row of x2.
     left = x1.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))
-    # (summed in the operands' dtype: PyTorch's integer bilinear stays in that dtype)
-    return (left.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1, dtype=left.dtype)
+    # A product too, as PyTorch's bmm: half precision rounds once per output, not per term, and
+    # an integer bilinear stays in its dtype.
+    return left.reshape(x1.shape[0], out_features, in2).matmul(x2.unsqueeze(-1)).squeeze(-1)

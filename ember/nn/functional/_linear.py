@@ -7,41 +7,52 @@ from ...ops import linear as _ops
 __all__ = ["linear", "bilinear"]
 
 
-def _check_linear(input, weight, bias):
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``."""
+    if input.ndim == 0 or weight.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{input.ndim}D and {weight.ndim}D")
     for other in (weight, bias):
         if other is not None and other._device is not input._device:
             raise device_mismatch(input, other)
-    if input._dtype is not weight._dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_cpp_name(input._dtype)} != {_cpp_name(weight._dtype)}")
-    if input.ndim == 0 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
-        cols = input.shape[-1] if input.ndim else 1
-        rows = input.numel() // cols if cols else 0
-        w_rows, w_cols = weight.shape[-1], (weight.shape[0] if weight.ndim == 2 else 1)
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
-                           f"{w_rows}x{w_cols})")
-
-
-def linear(input, weight, bias=None):
-    """``input @ weight.T + bias``."""
-    _check_linear(input, weight, bias)
+    # dtypes and shapes are checked by the kernel PyTorch's path reaches (addmm, mm, mv or
+    # dot), whose messages differ
     return _ops.linear(input, weight, bias)
 
 
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``."""
-    out_features, in1, in2 = weight.shape
-    if input1.shape[-1] != in1:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
-                           f"{input1.shape[-1]} but expected {in1}")
-    if input2.shape[-1] != in2:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
-                           f"{input2.shape[-1]} but expected {in2}")
-    for i, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
-        if a != b:
-            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
-                               f"got {a} and {b}")
+    _check_bilinear(input1, input2, weight, bias)
     batch = input1.shape[:-1]
+    in1, in2 = input1.shape[-1], input2.shape[-1]
     out = _ops.trilinear(input1.reshape(-1, in1), weight, input2.reshape(-1, in2))
-    out = out.reshape(*batch, out_features)
+    out = out.reshape(*batch, weight.shape[0])
     return out if bias is None else out + bias
+
+
+def _check_bilinear(input1, input2, weight, bias):
+    """PyTorch's checks in its order. Sizes are read with ``size()``, so a tensor with too few
+    dimensions is PyTorch's IndexError (the weight's size is read first, as PyTorch does)."""
+    named = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        named.append(("bias", bias))
+    if any(t._dtype is not input1._dtype for _, t in named):
+        raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
+            f"{name}: {_cpp_name(t._dtype)}" for name, t in named))
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    for name, features, dim in (("input1", input1, 1), ("input2", input2, 2)):
+        expected = weight.size(dim)
+        if features.size(-1) != expected:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got "
+                               f"{features.size(-1)} but expected {expected}")
+    if bias is not None and bias.size(0) != weight.size(0):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.size(0)} but expected {weight.size(0)}")
+    if weight.ndim != 3:  # (PyTorch's _trilinear, unsqueezing the weight to input1's rank + 2)
+        raise RuntimeError("number of dimensions must match")
