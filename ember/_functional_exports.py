@@ -9,6 +9,7 @@ calls them that way. Their default ``reduction`` is 0 (none): ATen declares ``Me
 does. The wrappers here translate to the ``nn.functional`` implementation
 and add no maths of their own."""
 from .nn import functional as F
+from .ops import dropout as _dropout
 from .ops.dropout import check_aten_p
 
 # Same argument list as nn.functional: the function itself.
@@ -20,8 +21,8 @@ _SAME_SIGNATURE = [
 ]
 __all__ = list(_SAME_SIGNATURE) + [
     "native_channel_shuffle", "adaptive_max_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
-    "dropout", "alpha_dropout", "feature_alpha_dropout", "embedding", "batch_norm",
-    "instance_norm", "layer_norm", "group_norm", "binary_cross_entropy_with_logits",
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "feature_dropout", "embedding",
+    "batch_norm", "instance_norm", "layer_norm", "group_norm", "binary_cross_entropy_with_logits",
     "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
     "poisson_nll_loss", "triplet_margin_loss", "ctc_loss",
 ]
@@ -70,6 +71,11 @@ def alpha_dropout(input, p, train):
 def feature_alpha_dropout(input, p, train):
     check_aten_p(p)
     return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_dropout(input, p, train):
+    check_aten_p(p)  # nn.functional has no feature_dropout: dropout1d/2d/3d reach it
+    return _dropout.feature_dropout(input, p, train)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

@@ -641,18 +641,8 @@ class CdistZeroNormBackward(Node):
         return grad.new_zeros(self._in_meta[0][0])
 
 
-def pdist(input, p=2):
-    """``torch.pdist``: ``nn.functional.pdist`` (``ops/distance.py``) with the argument checks
-    ``torch.pdist`` adds."""
-    if input.ndim != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
-    if input._dtype._kind < 2:
-        raise RuntimeError("pdist only supports floating-point dtypes")
-    if not p >= 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    return distance.pdist(input, p)
-
-
-# ``torch.cosine_similarity`` and ``torch.pairwise_distance`` are nn.functional's functions.
+# ``torch.pdist``, ``torch.cosine_similarity`` and ``torch.pairwise_distance`` are
+# nn.functional's functions (``F.pdist is torch.pdist``).
+pdist = distance.pdist
 cosine_similarity = distance.cosine_similarity
 pairwise_distance = distance.pairwise_distance

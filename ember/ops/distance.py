@@ -2,8 +2,7 @@
 composed as PyTorch's C++ composes it, under PyTorch's node where its kernel records one.
 
 ``torch.<name>`` and ``torch.nn.functional.<name>`` are these same functions
-(``ops/cumulative.py`` exports them, with ``torch.pdist``'s own argument checks;
-``nn/functional/_distance.py`` names them).
+(``ops/cumulative.py`` exports them; ``nn/functional/_distance.py`` names them).
 """
 from .. import _dtype as dt
 from ..autograd.grad_mode import no_grad
@@ -67,10 +66,19 @@ class PdistBackward0(CompositeBackward):
 
 
 def pdist(input, p=2):
-    """Distances between every pair of rows ``i < j`` of a 2-D input, in row-major order."""
+    """Distances between every pair of rows ``i < j`` of a 2-D input, in row-major order.
+    In PyTorch ``nn.functional.pdist`` is ``torch.pdist``, so the checks are ``torch.pdist``'s."""
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if input._dtype._kind != 2:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if not p >= 0:
+        raise RuntimeError("pdist only supports non-negative p values")
     rows = input.shape[0]
+    # PyTorch's kernel handles only float and double, and is not reached when there is no pair
+    # or the rows are empty (the result is then empty, or zeros).
+    if rows > 1 and input.shape[1] > 0 and input._dtype not in (dt.float32, dt.float64):
+        raise NotImplementedError(f"\"pdist\" not implemented for '{dtype_name(input._dtype)}'")
     if not input.is_contiguous():  # PyTorch's kernel reads a contiguous copy (CloneBackward0)
         input = input.contiguous()
     first, second = input._backend.xp.triu_indices(rows, 1)

@@ -9,13 +9,17 @@ probability ``1 - p``; the survivors are rescaled so that the expectation is unc
 alpha variants drop to SELU's negative saturation value instead of zero and then apply the
 affine map that keeps mean 0 and variance 1. Outside training every variant returns ``input``.
 The mask is a tensor and the product an ordinary op, so the gradient is autograd's.
+
+As ATen orders it: an empty input, like ``p=0``, is returned itself, and ``p=1`` multiplies by a
+zero of the input's own dtype (so integers stay integers) before the feature variants check the
+rank, so a 1-D or 0-D input with ``p=1`` is zeroed rather than refused.
 """
 import math
 
-from .creation import empty
+from .creation import empty, zeros
 from .inplace import inplace as _inplace
 
-__all__ = ["dropout_", "alpha_dropout_", "feature_alpha_dropout_"]
+__all__ = ["dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout_"]
 
 # -SELU's scale * alpha: the value SELU tends to for large negative inputs.
 _SELU_SATURATION = 1.7580993408473766
@@ -46,16 +50,12 @@ def feature_mask_shape(input):
 
 
 def _dropout(input, p, mask_shape):
-    if p == 1:
-        return input * 0.0
     mask = _keep_mask(input, p, mask_shape)
     mask.mul_(1.0 / (1.0 - p))
     return input * mask
 
 
 def _alpha_dropout(input, p, mask_shape):
-    if p == 1:
-        return input * 0.0
     keep = _keep_mask(input, p, mask_shape)
     a = 1.0 / math.sqrt((_SELU_SATURATION ** 2 * p + 1) * (1 - p))
     # Dropped entries become -saturation, then everything is scaled by a and shifted back.
@@ -63,33 +63,34 @@ def _alpha_dropout(input, p, mask_shape):
     return input * (keep * a) + offset
 
 
-def _run(fn, input, p, training, inplace, mask_shape):
+def _run(fn, input, p, training, inplace, feature):
     check_p(p)
-    if not training or p == 0:
+    if not training or p == 0 or input.numel() == 0:
         return input
+    if p == 1:
+        zero = zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
+    mask_shape = feature_mask_shape(input) if feature else tuple(input.shape)
     if inplace:
         return _inplace(input, fn, p, mask_shape)
     return fn(input, p, mask_shape)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    return _run(_dropout, input, p, training, inplace, tuple(input.shape))
+    return _run(_dropout, input, p, training, inplace, False)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    return _run(_alpha_dropout, input, p, training, inplace, tuple(input.shape))
+    return _run(_alpha_dropout, input, p, training, inplace, False)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    check_p(p)
-    if not training or p == 0:
-        return input
-    return _run(_alpha_dropout, input, p, training, inplace, feature_mask_shape(input))
+    return _run(_alpha_dropout, input, p, training, inplace, True)
 
 
 def feature_dropout(input, p=0.5, training=True, inplace=False):
     """Whole channels (dim 1 of an input with at least 2 dims) dropped together."""
-    return _run(_dropout, input, p, training, inplace, feature_mask_shape(input))
+    return _run(_dropout, input, p, training, inplace, True)
 
 
 # torch's in-place spellings (``torch.dropout_``…)
@@ -106,3 +107,8 @@ def alpha_dropout_(input, p=0.5, train=False):
 def feature_alpha_dropout_(input, p=0.5, train=False):
     check_aten_p(p)
     return feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_dropout_(input, p=0.5, train=True):
+    check_aten_p(p)
+    return feature_dropout(input, p, train, inplace=True)

@@ -32,13 +32,16 @@ def _channel_dropout(name, spatial, input, p, training, inplace):
                       "to interpret the input as one without a batch dimension, i.e. shape "
                       "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
                       "to using dropout1d instead.", stacklevel=3)
-    elif ndim == unbatched:
-        # An unbatched input: its first dimension is the channels.
-        result = _channel_dropout(name, spatial, input.unsqueeze(0), p, training, inplace)
-        return input if result is input else result.squeeze(0)
-    if not training or p == 0:
-        return input
-    return _ops.feature_dropout(input, p, training, inplace)
+    # dropout1d/3d take any rank short of the batched one as unbatched (dropout3d even below
+    # 4-D, as PyTorch) and wrap the call in a batch dimension (in place for an in-place call),
+    # so even a no-op returns a new view with PyTorch's Unsqueeze/Squeeze nodes.
+    add_batch = spatial != 2 and ndim != batched
+    if add_batch:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _ops.feature_dropout(input, p, training, inplace)
+    if add_batch:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
