@@ -1,10 +1,12 @@
 """Scaled dot-product attention as an op (``nn.functional/_attention.py`` holds its public
 spelling and the multi-head attention composed from it).
 
-On 4-D ``(N, H, L, E)`` inputs it is one op: two batched matrix products with the scaling, the
-mask and a softmax applied in place on the ``(..., L, S)`` score array between them, and a
-backward node that reuses the saved probabilities. Other ranks run what PyTorch's CPU build
-runs for them, its math fallback, op for op (so the graph is PyTorch's). Like PyTorch's CPU
+Where PyTorch's CPU build runs its fused flash kernel (4-D ``(N, H, L, E)`` inputs of one head
+dim, no dropout, a mask needing no gradient: ``_flash_applies``) it is one op: two batched
+matrix products with the scaling, the mask and a softmax applied in place on the ``(..., L, S)``
+score array between them, and a backward node that reuses the saved probabilities. Everything
+else runs PyTorch's math fallback op for op, and inputs with no queries or no values its
+zero-output shortcut (so the graph is PyTorch's). Like PyTorch's CPU
 kernels, a query row whose every key is masked out attends to nothing (its output and
 gradients are zero), where a plain softmax would give NaN.
 """
@@ -13,7 +15,7 @@ import math
 from .. import _dtype as dt
 from ..autograd import grad_mode
 from ._dispatch import Node, needs_grad, record, _wrap, device_mismatch, dtype_name
-from .creation import ones, empty
+from .creation import ones, empty, zeros
 from .elementwise import mul_scalar
 from .matmul import _cpp_name
 from .reduce import _quiet, SoftmaxBackward0
@@ -33,6 +35,11 @@ class ScaledDotProductAttentionBackward0(Node):
 
     def backward(self, grad):
         q, k, v, bias, probs, keep = self.saved_tensors
+        groups = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+        if groups > 1:
+            # Grouped-query heads: the kernel reads each key/value head for several query heads,
+            # so their gradients are summed back over the group.
+            k, v = k.repeat_interleave(groups, -3), v.repeat_interleave(groups, -3)
         if grad_mode.is_grad_enabled():
             # Double backward: the saved probabilities carry no graph, so rebuild them from the
             # inputs with differentiable ops.
@@ -54,13 +61,15 @@ class ScaledDotProductAttentionBackward0(Node):
                 g_k = _bmm(g_scores.mT, q) * self.scale
             if wants_mask:
                 g_bias = g_scores
+        if groups > 1:
+            g_k, g_v = (None if g is None else g.unflatten(-3, (-1, groups)).sum(-3)
+                        for g in (g_k, g_v))
         return (g_q, g_k, g_v, g_bias)[:len(self._edges)]
 
 
 class ScaledDotProductFlashAttentionForCpuBackward0(ScaledDotProductAttentionBackward0):
-    """The same backward under the name of the kernel PyTorch's CPU build runs for
-    (batch, heads, L, E) inputs without dropout and with a mask that needs no gradient; the
-    edges are (query, key, value)."""
+    """The same backward under the name of the kernel PyTorch's CPU build runs for the inputs
+    ``_flash_applies`` accepts; the edges are (query, key, value)."""
 
 
 def _batched_matmul(backend, a, b):
@@ -120,7 +129,8 @@ def _probabilities_differentiable(q, k, bias, scale, causal, nan_rows):
     return scores.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
 
 
-def _check_sdpa_args(query, key, value, attn_mask, dropout_p, is_causal):
+def _check_sdpa_args(query, key, value, attn_mask):
+    """The checks PyTorch makes before anything else, even on inputs with nothing to attend."""
     for t in (key, value) + ((attn_mask,) if attn_mask is not None else ()):
         if t._device is not query._device:
             raise device_mismatch(query, t)
@@ -133,17 +143,22 @@ def _check_sdpa_args(query, key, value, attn_mask, dropout_p, is_causal):
                            f"query.dtype: {_cpp_name(query._dtype)} key.dtype: "
                            f"{_cpp_name(key._dtype)} and value.dtype: {_cpp_name(value._dtype)} "
                            "instead.")
-    if query._dtype._kind < 2:
-        raise RuntimeError(f"expected scalar type Float but found {dtype_name(query._dtype)}")
     if attn_mask is not None and attn_mask._dtype not in (dt.bool, dt.float32, query._dtype):
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, "
                            f"but got attn_mask.dtype: {_cpp_name(attn_mask._dtype)} and  "
                            f"query.dtype: {_cpp_name(query._dtype)} instead.")
+
+
+def _check_one_mask(attn_mask, is_causal):
+    """The math kernel builds the causal mask itself, so it refuses a second one (PyTorch's
+    fused CPU kernel applies both)."""
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
-    if dropout_p > 1:
-        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+
+
+def _check_attention_args(query, key, value, dropout_p):
+    """Matching shapes (in the order of the products' own errors), then a valid dropout."""
     k_batch, v_batch = key.shape[:-2], value.shape[:-2]
     if key.shape[-1] != query.shape[-1]:
         rows = math.prod(query.shape[:-2])
@@ -155,6 +170,8 @@ def _check_sdpa_args(query, key, value, attn_mask, dropout_p, is_causal):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{rows}, {key.shape[-2]}] but got: [{math.prod(v_batch)}, "
                            f"{value.shape[-2]}].")
+    if dropout_p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
 
 
 def _repeat_kv_heads(query, key, value):
@@ -172,12 +189,16 @@ def _repeat_kv_heads(query, key, value):
 def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, nan_rows):
     """``scaled_dot_product_attention``; ``nan_rows``: a query row whose every key is masked
     out is NaN, as in PyTorch's fused inference kernels (multi-head attention's fast path)."""
-    _check_sdpa_args(query, key, value, attn_mask, dropout_p, is_causal)
-    if not nan_rows and not query.ndim == key.ndim == value.ndim == 4:
-        # PyTorch's CPU kernels take only 4-D inputs; it computes the rest by its math fallback.
+    _check_sdpa_args(query, key, value, attn_mask)
+    if not nan_rows and (query.shape[-2] == 0 or value.numel() == 0):
+        return _no_attention(query, key, value)
+    if query._dtype._kind < 2:
+        raise RuntimeError(f"expected scalar type Float but found {dtype_name(query._dtype)}")
+    if nan_rows:
+        _check_one_mask(attn_mask, is_causal)
+    elif not _flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         return _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    if enable_gqa and query.ndim >= 3:
-        key, value = _repeat_kv_heads(query, key, value)
+    _check_attention_args(query, key, value, dropout_p)
     backend = query._backend
     xp = backend.xp
     d = query._dtype
@@ -186,6 +207,9 @@ def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, 
     q = query._data.astype(work, copy=False)
     k = key._data.astype(work, copy=False)
     v = value._data.astype(work, copy=False)
+    groups = query.shape[-3] // key.shape[-3] if query.ndim >= 3 else 1
+    if groups > 1:  # grouped-query attention; the kernel reads each key/value head G times
+        k, v = xp.repeat(k, groups, axis=-3), xp.repeat(v, groups, axis=-3)
 
     scores = _batched_matmul(backend, q, xp.swapaxes(k, -1, -2))
     scores *= work.type(scale_value)
@@ -214,7 +238,7 @@ def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, 
     else:
         out = _batched_matmul(backend, probs, v)
     out = out.astype(d.np, copy=False)
-    if query.ndim == 4 and not query.is_contiguous():
+    if query.ndim == 4 and out.shape == query.shape and not query.is_contiguous():
         # PyTorch's CPU flash kernel writes its output in the query's memory layout (so
         # multi-head attention's permute back to (L, N, H, head_dim) is free)
         laid_out = xp.empty_like(query._data, dtype=d.np)
@@ -241,6 +265,50 @@ def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, 
                save=(query, key, value, bias_tensor, probs_tensor, keep_scaled),
                scale=scale_value, causal=is_causal, nan_rows=nan_rows)
     return res
+
+
+def _no_attention(query, key, value):
+    """PyTorch's answer when there are no queries or no values: zeros of the output's shape,
+    joined to the graph through ``(sum(q) + sum(k) + sum(v)) * 0`` so that every input gets
+    a (zero) gradient."""
+    res = zeros(query.shape[:-1] + value.shape[-1:], dtype=query._dtype, device=query.device)
+    return res + mul_scalar(query.sum() + key.sum() + value.sum(), 0)
+
+
+def _flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Whether PyTorch's CPU build runs its fused flash kernel (else its math fallback): 4-D
+    inputs without dropout, one batch size, equal heads (key/value heads dividing the query's
+    under ``enable_gqa``), a mask that needs no gradient and is (L, S) or (B | 1, H | 1, L, S)
+    up to broadcasting of its last two dims, one head dim, unit last strides. PyTorch reads the
+    mask's last two sizes before the head dims, so a mask of fewer dims fails there."""
+    if dropout_p > 0 or not query.ndim == key.ndim == value.ndim == 4:
+        return False
+    batch, heads, target_len = query.shape[:3]
+    if key.shape[0] != batch or value.shape[0] != batch:
+        return False
+    k_heads, v_heads = key.shape[1], value.shape[1]
+    if not (k_heads == v_heads == heads
+            or enable_gqa and k_heads == v_heads and heads % k_heads == 0):
+        return False
+    if attn_mask is not None:
+        if attn_mask.requires_grad:
+            return False
+        if attn_mask.ndim == 0:
+            raise IndexError("Dimension specified as -2 but tensor has no dimensions")
+        if attn_mask.ndim == 1:
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                             "got -2)")
+        if (attn_mask.shape[-2] not in (1, target_len)
+                or attn_mask.shape[-1] not in (1, key.shape[-2])):
+            return False
+        if attn_mask.ndim == 4:
+            if attn_mask.shape[0] not in (1, batch) or attn_mask.shape[1] not in (1, heads):
+                return False
+        elif attn_mask.ndim != 2:
+            return False
+    if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return False
+    return query.stride(-1) == key.stride(-1) == value.stride(-1) == 1
 
 
 def _dropout_keep(shape, dtype, like, dropout_p):
@@ -276,11 +344,13 @@ def _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
     ``tril``, a boolean one as 0 / -inf) added in place; ``_safe_softmax``; dropout as a
     product with the scaled keep mask; the product with value. Both products are ``matmul``,
     whose composite gives PyTorch's bmm nodes."""
+    _check_one_mask(attn_mask, is_causal)
     d = query._dtype
     if d._rank == 0:
         query, key, value = query.to(dt.float32), key.to(dt.float32), value.to(dt.float32)
     if enable_gqa and query.ndim >= 3:
         key, value = _repeat_kv_heads(query, key, value)
+    _check_attention_args(query, key, value, dropout_p)
     scale_value = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     factor = math.sqrt(abs(scale_value))
     scaled_query = mul_scalar(query, -factor if scale_value < 0 else factor)
