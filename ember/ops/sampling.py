@@ -5,7 +5,8 @@ it is one small ``(out, in)`` weight matrix per spatial dim applied by a batched
 product; nearest modes gather with ``index_select``. Both are Ember ops, so gradients (of any
 order) come for free. ``grid_sample`` and ``affine_grid`` are compositions of Ember ops under
 PyTorch's one node; each shuffle is a permutation with its own node. The argument checks are
-``nn.functional``'s (``nn/functional/_sampling.py``).
+``nn.functional``'s (``nn/functional/_sampling.py``), but for ``pixel_shuffle``'s channel count,
+which its caller in ``pixel_unshuffle``'s backward needs too.
 """
 import itertools
 import math
@@ -214,14 +215,16 @@ def _gather(input, indices):
     """``input[n, :, i_1, …, i_d]`` for one integer index tensor per spatial dim (each shaped
     like the grid without its last dim), with zeros where the point lies outside the input."""
     n, c = input.shape[:2]
+    points = math.prod(indices[0].shape[1:])
     inside = flat = None
     for index, size in zip(indices, input.shape[2:]):
         in_range = (index >= 0) & (index < size)
         inside = in_range if inside is None else inside & in_range
         clamped = index.clamp(0, size - 1)
         flat = clamped if flat is None else flat * size + clamped
-    gather_index = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
-    values = input.reshape(n, c, -1).gather(2, gather_index)
+    # sizes spelt out, not -1: an empty batch or channel dim leaves -1 ambiguous
+    gather_index = flat.reshape(n, 1, points).expand(n, c, points)
+    values = input.reshape(n, c, math.prod(input.shape[2:])).gather(2, gather_index)
     values = values.reshape((n, c) + tuple(indices[0].shape[1:]))
     return values * inside.unsqueeze(1).to(input.dtype)
 
@@ -258,8 +261,10 @@ class GridSampler3DBackward0(CompositeBackward):
 def grid_sampler(input, grid, mode, padding_mode, align_corners):
     """``input`` (N, C, *S) sampled at ``grid``'s (N, *out, len(S)) normalised coordinates."""
     node = GridSampler2DBackward0 if input.ndim == 4 else GridSampler3DBackward0
+    # only an empty output reaches here with an integer input or a grid of another dtype;
+    # PyTorch's is still of the input's dtype
     return record_composite(node, (input, grid), lambda input, grid: _grid_sample(
-        input, grid, mode, padding_mode, align_corners))
+        input, grid, mode, padding_mode, align_corners).to(input.dtype))
 
 
 def _grid_sample(input, grid, mode, padding_mode, align_corners):
@@ -363,6 +368,12 @@ def _shuffled(node, input, shuffle, **attrs):
 def pixel_shuffle(input, r):
     """``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)``."""
     c, h, w = input.shape[-3:]
+    # checked here, not in nn.functional: pixel_unshuffle's backward (an empty input's gradient
+    # keeps that input's shape) must refuse as PyTorch's does
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
     lead = tuple(input.shape[:-3])
     k = len(lead)
 
@@ -380,6 +391,8 @@ def pixel_unshuffle(input, r):
     k = len(lead)
 
     def unshuffle(x):
+        if x.numel() == 0:  # PyTorch returns an empty input's shape unchanged
+            return x.clone()
         x = x.reshape(lead + (c, h // r, r, w // r, r))
         x = x.permute(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
         return x.reshape(lead + (c * r * r, h // r, w // r))
