@@ -79,9 +79,11 @@ def feature_dropout(input, p, train):
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    # ATen marks "no padding index" with -1, where nn.functional uses None.
-    return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
-                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    # The ATen op itself, without nn.functional's Python checks (torch.embedding has none):
+    # a negative padding_idx (ATen's -1) means no padding index.
+    from .ops.embedding import embedding as _embedding
+    return _embedding(indices, weight, None if padding_idx < 0 else padding_idx, None, 2.0,
+                      scale_grad_by_freq, sparse)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,

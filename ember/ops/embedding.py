@@ -11,17 +11,18 @@ The ATen form ``embedding_bag`` returns the bags with the three tensors torch's 
 returns for its backward: ``offset2bag`` (the bag of each index position), ``bag_size`` (the
 number of non-padding indices per bag) and ``max_indices`` (for ``max``: the weight row chosen
 per bag and column). Their contents follow torch's CPU kernel, including where it leaves them
-unfilled: in ``sum`` mode ``bag_size`` and ``max_indices`` are zeros, and ``offset2bag`` is
-empty when torch takes its fast path (float32/float16/bfloat16 weight with unit column stride
-and no padding index); in ``mean`` mode ``max_indices`` repeats ``bag_size``.
+unfilled: in ``sum`` mode ``bag_size`` and ``max_indices`` are zeros (one per offset where no
+argument requires grad), and ``offset2bag`` is empty when torch takes its fast path
+(float32/float16/bfloat16 weight with unit column stride and no padding index); in ``mean`` mode
+``max_indices`` repeats ``bag_size``.
 """
 import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor, _wrap_with
 from ..autograd.grad_mode import no_grad
-from ._dispatch import Node, needs_grad, record, _wrap, dtype_name, CompositeBackward, \
-    record_composite
+from ..autograd.graph import _type_name
+from ._dispatch import Node, needs_grad, record, _wrap, CompositeBackward, record_composite
 from .creation import zeros, ones, full, arange
 from .elementwise import where
 
@@ -37,12 +38,14 @@ class EmbeddingBackward0(Node):
         if self.sparse:
             return (_sparse_weight_grad(grad, indices, padding_idx, num, dim,
                                         self.scale_grad_by_freq),)
-        rows = grad.reshape(-1, dim)
+        rows = grad.reshape(indices.shape[0], dim)  # not -1: a weight may have no columns
         if padding_idx is not None:
             rows = rows.masked_fill((indices == padding_idx).unsqueeze(1), 0)
         if self.scale_grad_by_freq:
-            counts = zeros(num, dtype=grad.dtype, device=grad.device).index_add(
-                0, indices, ones(indices.shape, dtype=grad.dtype, device=grad.device))
+            counts = self.frequency
+            if counts is None:
+                counts = zeros(num, dtype=grad.dtype, device=grad.device).index_add(
+                    0, indices, ones(indices.shape, dtype=grad.dtype, device=grad.device))
             rows = rows / counts.index_select(0, indices).unsqueeze(1)
         return (zeros((num, dim), dtype=grad.dtype, device=grad.device).index_add(
             0, indices, rows),)
@@ -57,7 +60,7 @@ def _sparse_weight_grad(grad, indices, padding_idx, num, dim, scale_grad_by_freq
                            "gradients")
     from ..sparse.tensor import wrap_coo
     from .sparse import record_construction
-    rows = grad.reshape(-1, dim)
+    rows = grad.reshape(indices.shape[0], dim)
     if padding_idx is not None:
         keep = (indices != padding_idx).nonzero().reshape(-1)
         indices, rows = indices.index_select(0, keep), rows.index_select(0, keep)
@@ -70,18 +73,20 @@ def _sparse_weight_grad(grad, indices, padding_idx, num, dim, scale_grad_by_freq
     return out
 
 
-def check_indices(input, name):
-    """ATen's index dtype check."""
+def check_indices(input, name, position=1):
+    """ATen's index dtype check (torch's embedding_bag runs it on the offsets too, under the
+    same argument name)."""
     if input.dtype not in (dt.int64, dt.int32):
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got ember."
-                           f"{dtype_name(input.dtype)}Tensor instead (while checking arguments "
-                           f"for {name})")
+        raise RuntimeError(f"Expected tensor for argument #{position} 'indices' to have one of "
+                           f"the following scalar types: Long, Int; but got "
+                           f"{_type_name(input.dtype, input.device)} instead (while checking "
+                           f"arguments for {name})")
 
 
 def padding_index(padding_idx, num_embeddings):
-    """``padding_idx`` counted from the start, with torch.nn's asserts (``nn.functional``'s and
-    the ``Embedding`` modules'; the ATen form ``ember.embedding_bag`` runs them too)."""
+    """``padding_idx`` counted from the start, with torch.nn's asserts
+    (``nn.functional.embedding``'s and the ``Embedding`` modules'; the bags' kernel raises
+    ``_bag_padding_idx``'s instead)."""
     if padding_idx is None:
         return None
     if padding_idx > 0:
@@ -90,6 +95,15 @@ def padding_index(padding_idx, num_embeddings):
         assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
         padding_idx += num_embeddings
     return padding_idx
+
+
+def _check_renorm(weight, indices):
+    """``embedding_renorm_``'s argument checks, which torch runs before the lookup's own."""
+    if weight.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {weight.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"embedding_renorm_)")
+    check_indices(indices, "embedding_renorm_", 2)
 
 
 def _renorm_rows(weight, indices, max_norm, norm_type):
@@ -104,9 +118,16 @@ def _renorm_rows(weight, indices, max_norm, norm_type):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+              scale_grad_by_freq=False, sparse=False, *, frequency=None):
     """The rows of ``weight`` at ``input`` (checked indices; ``padding_idx`` counted from the
-    start), renormalised first under ``max_norm``."""
+    start), renormalised first under ``max_norm``. ``frequency`` is, per weight row, what
+    ``scale_grad_by_freq`` divides the row's gradient by (default: how often ``input`` holds
+    the row)."""
+    if max_norm is not None:
+        _check_renorm(weight, input)
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    check_indices(input, "embedding")
     num, dim = weight.shape
     flat = input.reshape(-1).to(dt.int64)
     data = flat._data
@@ -120,7 +141,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if needs_grad(weight):
         record(EmbeddingBackward0, (weight,), res, indices=flat, padding_idx=padding_idx,
                weight_shape=(num, dim), scale_grad_by_freq=scale_grad_by_freq,
-               sparse=bool(sparse))
+               sparse=bool(sparse), frequency=frequency)
     return res
 
 
@@ -131,6 +152,9 @@ def _bag_layout(input, offsets, include_last_offset):
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
                              "a mini-batch of fixed length sequences. However, found offsets of "
                              f"type {type(offsets)}")
+        if input.dtype is dt.bool:
+            # torch makes the bags' offsets with arange in the indices' dtype first
+            raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
         bags, length = input.shape
         bag_of = arange(bags, device=input.device).repeat_interleave(length)
         return input.reshape(-1), bag_of, bags
@@ -144,6 +168,9 @@ def _bag_layout(input, offsets, include_last_offset):
     if offsets.numel() and int(offsets[0]) != 0:
         raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
                            f"has to start from position 0. However, got {int(offsets[0])}")
+    if offsets.numel() and int(offsets[-1]) > input.numel():
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.numel()} "
+                           f"but got offsets[-1] of {int(offsets[-1])}")
     bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
     xp = input._backend.xp
     starts = offsets._data[:bags].astype(dt.int64.np)
@@ -154,8 +181,20 @@ def _bag_layout(input, offsets, include_last_offset):
 def embedding_bags(input, weight, offsets=None, max_norm=None, norm_type=2,
                    scale_grad_by_freq=False, mode="mean", sparse=False,
                    per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    """``nn.functional.embedding_bag``'s result, with its argument checks: both it and the ATen
-    form ``embedding_bag`` below run them."""
+    """``nn.functional.embedding_bag``'s result, with its argument checks in torch's order
+    (``nn.functional``'s, then the ATen kernel's): both it and the ATen form ``embedding_bag``
+    below run them."""
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    flat, bag_of, bags = _bag_layout(input, offsets, include_last_offset)
+    if per_sample_weights is not None and input.ndim == 2:
+        # a view outside the bag node, as torch flattens them in Python before its kernel
+        per_sample_weights = per_sample_weights.reshape(-1)
     if mode == "max":
         if scale_grad_by_freq:
             raise ValueError("max mode does not support scaling the gradient by the frequency")
@@ -163,41 +202,99 @@ def embedding_bags(input, weight, offsets=None, max_norm=None, norm_type=2,
             raise ValueError("max mode does not support sparse weights")
     elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if max_norm is not None:
+        _check_renorm(weight, flat)
+        _renorm_rows(weight, flat, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
             "GitHub.")
-    if input.ndim == 2 and input.dtype is dt.bool:
-        # PyTorch makes the bags' offsets with arange in the indices' dtype first
-        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
-    check_indices(input, "embedding_bag")
+    _check_bag_tensors(flat, offsets, weight, per_sample_weights)
     num, dim = weight.shape
-    padding_idx = padding_index(padding_idx, num)
-    flat, bag_of, bags = _bag_layout(input, offsets, include_last_offset)
+    padding_idx = _bag_padding_idx(padding_idx, num)
+    frequency = _bag_frequency(flat, weight) if scale_grad_by_freq else None
     keep = None
     if padding_idx is not None:
         # Positions holding padding_idx take no part in any bag.
         keep = (flat != padding_idx).nonzero().reshape(-1)
         flat, bag_of = flat.index_select(0, keep), bag_of.index_select(0, keep)
     like = dict(dtype=weight.dtype, device=weight.device)
+    # torch sums half-precision rows in float32 and rounds each bag once
+    acc = dt.float32 if weight.dtype in (dt.float16, dt.bfloat16) else weight.dtype
 
     def bags_of(weight, per_sample_weights):
-        if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights.reshape(-1)
-            if keep is not None:
-                per_sample_weights = per_sample_weights.index_select(0, keep)
-        rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+        if per_sample_weights is not None and keep is not None:
+            per_sample_weights = per_sample_weights.index_select(0, keep)
+        rows = embedding(flat, weight, None, None, norm_type, scale_grad_by_freq, sparse,
+                         frequency=frequency)
         if mode == "max":
             return _bag_max(rows, bag_of, bags, dim, like)
+        rows = rows.to(acc)
         if per_sample_weights is not None:
-            rows = rows * per_sample_weights.unsqueeze(1)
-        out = zeros((bags, dim), **like).index_add(0, bag_of, rows)
+            rows = rows * per_sample_weights.to(acc).unsqueeze(1)
+        out = zeros((bags, dim), dtype=acc, device=weight.device).index_add(
+            0, bag_of, rows).to(weight.dtype)
         if mode == "mean":
             counts = zeros(bags, **like).index_add(0, bag_of, ones(bag_of.shape, **like))
             out = out / counts.clamp_min(1).unsqueeze(1)
         return out
     return record_composite(EmbeddingBagBackward0, (weight, per_sample_weights), bags_of)
+
+
+_BAG_WEIGHT_DTYPES = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+
+
+def _check_bag_tensors(indices, offsets, weight, per_sample_weights):
+    """The ATen kernel's dtype and index checks."""
+    check_indices(indices, "embedding_bag")
+    if offsets is not None:
+        check_indices(offsets, "embedding_bag")
+    if weight.dtype not in _BAG_WEIGHT_DTYPES:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the "
+                           f"following scalar types: Half, BFloat16, Float, Double; but got "
+                           f"{_type_name(weight.dtype, weight.device)} instead (while checking "
+                           f"arguments for embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as "
+                           f"tensor for argument #1 'per_sample_weights'; but type "
+                           f"{_type_name(weight.dtype, weight.device)} does not equal "
+                           f"{_type_name(per_sample_weights.dtype, per_sample_weights.device)} "
+                           f"(while checking arguments for embedding_bag)")
+    num = weight.shape[0]
+    data = indices._data
+    bad = ((data < 0) | (data >= num)).nonzero()[0]
+    if bad.size:
+        first = int(bad[0])
+        raise RuntimeError(f"Index {first} of input takes value {int(data[first])} which is not "
+                           f"in the valid range [0, {num})")
+
+
+def _bag_padding_idx(padding_idx, num_embeddings):
+    """The ATen kernel's ``padding_idx``: None for none, a negative one counted from the end."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                           f"-{num_embeddings} through {num_embeddings - 1}, but got "
+                           f"{padding_idx}")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
+def _bag_frequency(indices, weight):
+    """Per weight row, what ``scale_grad_by_freq`` divides its gradient by in torch's CPU
+    bag backward. That kernel walks the sorted indices one run of equal values at a time but
+    reads the count at the run's ordinal rather than at the run's start, so the k-th smallest
+    distinct index is divided by the count of the k-th smallest index (padding positions
+    included); the counts differ from the true ones once an index repeats."""
+    xp = weight._backend.xp
+    data = indices._data.astype(dt.int64.np)
+    num = weight.shape[0]
+    counts = xp.bincount(data, minlength=num)
+    distinct = xp.unique(data)
+    frequency = xp.ones(num)
+    frequency[distinct] = counts[xp.sort(data)[:distinct.size]]
+    return _wrap(frequency.astype(weight.dtype.np), weight.dtype, weight)
 
 
 class EmbeddingBagBackward0(CompositeBackward):
@@ -209,7 +306,8 @@ def _bag_max(rows, bag_of, bags, dim, like):
     bag_data = bag_of._data
     counts = xp.bincount(bag_data, minlength=bags) if bag_data.size else xp.zeros(bags, int)
     if not bag_data.size:
-        return zeros((bags, dim), **like)
+        # the sum of no rows: zeros that still give the weight its (zero) gradient, as torch's
+        return zeros((bags, dim), **like).index_add(0, bag_of, rows)
     starts = xp.concatenate([xp.zeros(1, counts.dtype), xp.cumsum(counts)[:-1]])
     slot = xp.arange(bag_data.size) - starts[bag_data]
     slot_t = _wrap(slot.astype(dt.int64.np), dt.int64, bag_of)
@@ -234,11 +332,15 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         if not isinstance(value, Tensor):
             raise TypeError(f"embedding_bag(): argument '{name}' (position {position}) must be "
                             f"Tensor, not {type(value).__name__}")
+    padding = None if padding_idx is None else _bag_padding_idx(padding_idx, weight.size(0))
+    # the kernel's shape checks: RuntimeErrors where nn.functional's are ValueErrors
+    for name, value, wanted in (("input", indices, (1, 2)), ("offsets", offsets, (1,)),
+                                ("weight", weight, (2,))):
+        if value.ndim not in wanted:
+            raise RuntimeError(f"{name} has to be a {' or '.join(f'{n}D' for n in wanted)} "
+                               f"Tensor, but got Tensor of dimension {value.ndim}")
     if mode not in _MODES:
         raise RuntimeError("`mode` must be sum, mean, or max.")
-    padding = padding_idx
-    if padding is not None and padding < 0:
-        padding += weight.shape[0]  # counted from the end, as a Python index
     output = embedding_bags(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
                             mode=_MODES[mode], sparse=sparse,
                             per_sample_weights=per_sample_weights,
@@ -246,9 +348,15 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     index_dtype = indices.dtype
     flat = indices._backend.to_numpy(indices._data).reshape(-1).astype(np.int64)
     starts = offsets._backend.to_numpy(offsets._data).reshape(-1).astype(np.int64)
+    num_offsets = starts.shape[0]
     if include_last_offset:
         starts = starts[:-1]
     num_bags, n = starts.shape[0], flat.shape[0]
+    # sum mode leaves bag_size and max_indices unfilled: one per bag, but one per offset from
+    # the forward-only kernel torch runs when no argument requires grad
+    tracked = weight.requires_grad or (per_sample_weights is not None
+                                       and per_sample_weights.requires_grad)
+    unfilled = np.zeros(num_bags if tracked else num_offsets, dtype=np.int64)
     # offset2bag as torch builds it: +1 at each bag's start, a running sum
     marks = np.zeros(n + 1, dtype=np.int64)
     np.add.at(marks, starts, 1)
@@ -262,7 +370,6 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 
     if mode == 0:
         fast = (weight.dtype in _FAST_DTYPES and weight.stride(1) == 1 and padding is None)
-        unfilled = np.zeros(num_bags, dtype=np.int64)
         return (output, result(np.zeros(0, np.int64) if fast else bag_of), result(unfilled),
                 result(unfilled))
     bag_size = np.bincount(bag_of[valid], minlength=num_bags)[:num_bags]

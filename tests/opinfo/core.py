@@ -183,9 +183,32 @@ def check_forward(op, sample, dtype, device):
             assert e.device.type == device, f"output on {e.device}, expected {device}"
 
 
+def _refused_alike(torch_call, ember_call):
+    """Runs ``torch_call``; if torch refuses it, Ember must refuse ``ember_call`` with the same
+    exception type, and True is returned (there is nothing further to compare)."""
+    try:
+        torch_call()
+    except Exception as exc:  # noqa: BLE001 - whatever torch raises, Ember must raise alike
+        try:
+            ember_call()
+        except type(exc):
+            return True
+        except Exception as other:  # noqa: BLE001
+            raise AssertionError(f"torch raised {type(exc).__name__}: {exc}; Ember raised "
+                                 f"{type(other).__name__}: {other}") from other
+        raise AssertionError(f"torch raised {type(exc).__name__}: {exc}; Ember did not")
+    return False
+
+
 def check_backward(op, sample, dtype, device):
     t_in, e_in = build_inputs(op, sample, dtype, device, True)
-    t_out = op.fn(torch, *t_in, *sample.args, **sample.kwargs)
+    t_out = []
+
+    def torch_forward():
+        t_out.append(op.fn(torch, *t_in, *sample.args, **sample.kwargs))
+    if _refused_alike(torch_forward, lambda: op.fn(ember, *e_in, *sample.args, **sample.kwargs)):
+        return
+    t_out = t_out[0]
     e_out = op.fn(ember, *e_in, *sample.args, **sample.kwargs)
     t_outs = [o for o in flatten_outputs(t_out) if isinstance(o, torch.Tensor) and o.requires_grad]
     e_outs = [o for o in flatten_outputs(e_out) if isinstance(o, ember.Tensor) and o.requires_grad]
@@ -206,6 +229,12 @@ def check_backward(op, sample, dtype, device):
         e_cot.append(ec)
     t_leaves = [t for t in t_in if t.requires_grad]
     e_leaves = [e for e in e_in if e.requires_grad]
+    # Where torch's backward refuses (an empty batch some kernels reject), Ember's must too.
+    if _refused_alike(lambda: torch.autograd.grad(t_outs, t_leaves, t_cot, allow_unused=True,
+                                                  retain_graph=True),
+                      lambda: ember.autograd.grad(e_outs, e_leaves, e_cot, allow_unused=True,
+                                                  retain_graph=True)):
+        return
     t_grads = torch.autograd.grad(t_outs, t_leaves, t_cot, allow_unused=True)
     e_grads = ember.autograd.grad(e_outs, e_leaves, e_cot, allow_unused=True)
     for i, (tg, eg) in enumerate(zip(t_grads, e_grads)):
@@ -220,8 +249,12 @@ def check_backward(op, sample, dtype, device):
 
 
 def check_gradcheck(op, sample, device, gradgrad=False):
-    _, e_in = build_inputs(op, sample, "float64", device, True)
+    t_in, e_in = build_inputs(op, sample, "float64", device, True)
     if not any(e.requires_grad for e in e_in):
+        return
+    # A sample torch refuses has no gradient to check (Ember refusing alike is the check).
+    if _refused_alike(lambda: op.fn(torch, *t_in, *sample.args, **sample.kwargs),
+                      lambda: op.fn(ember, *e_in, *sample.args, **sample.kwargs)):
         return
     e_in = [e.detach().contiguous().requires_grad_(e.requires_grad) for e in e_in]
 

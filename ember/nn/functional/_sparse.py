@@ -8,9 +8,9 @@ __all__ = ["embedding", "embedding_bag", "one_hot"]
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    _ops.check_indices(input, "embedding")
-    num_embeddings, _ = weight.shape
-    padding_idx = _ops.padding_index(padding_idx, num_embeddings)
+    # torch reads the row count only for a nonzero padding_idx, so a weight of any other
+    # dimension reaches the lookup's own checks
+    padding_idx = _ops.padding_index(padding_idx, weight.size(0) if padding_idx else 0)
     return _ops.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
                           sparse)
 
