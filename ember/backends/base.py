@@ -49,6 +49,12 @@ class Backend:
         """``target[index] += values`` with repeated indices accumulating (scatter-add)."""
         raise NotImplementedError
 
+    def scatter_reduce(self, target, index, values, reduce):
+        """``target[index] = reduce(target[index], values)`` in place, repeated indices
+        combining: ``reduce`` is "sum", "prod", "amax" or "amin" (for bool arrays: or, and,
+        or, and). ``index`` is a tuple of integer arrays (or ``()`` for a 0-d target)."""
+        raise NotImplementedError
+
     def erf(self, x):
         raise NotImplementedError
 

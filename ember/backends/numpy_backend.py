@@ -49,6 +49,11 @@ def _erfinv_scalar(y):
     return x
 
 
+_SCATTER_UFUNC = {("sum", False): np.add, ("prod", False): np.multiply,
+                  ("amax", False): np.maximum, ("amin", False): np.minimum,
+                  ("sum", True): np.logical_or, ("prod", True): np.logical_and,
+                  ("amax", True): np.logical_or, ("amin", True): np.logical_and}
+
 _erf_loop = np.vectorize(math.erf, otypes=[np.float64])
 _erfc_loop = np.vectorize(math.erfc, otypes=[np.float64])
 _erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
@@ -104,6 +109,9 @@ class NumpyBackend(Backend):
 
     def index_add(self, target, index, values):
         np.add.at(target, index, values)
+
+    def scatter_reduce(self, target, index, values, reduce):
+        _SCATTER_UFUNC[reduce, target.dtype == np.bool_].at(target, index, values)
 
     def erf(self, x):
         if _scipy_special is not None:

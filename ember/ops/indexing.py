@@ -712,7 +712,7 @@ def _scatter(input, dim, index, src, add, reduce=None):
     if add or reduce in ("add", "sum"):
         input._backend.index_add(data, coords, values)
     elif reduce in ("multiply", "prod"):
-        xp.multiply.at(data, coords, values)
+        input._backend.scatter_reduce(data, coords, values, "prod")
     elif reduce is None:
         data[coords] = values
     else:
@@ -1285,15 +1285,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     vals = values.astype(dt.float32.np) if low else values
     if not include_self:
         work[coords] = _identity(reduce, work.dtype)
-    if reduce in ("sum", "mean"):
-        if work.dtype == bool:
-            xp.logical_or.at(work, coords, vals)
-        else:
-            input._backend.index_add(work, coords, vals)
-    elif reduce == "prod":
-        (xp.logical_and if work.dtype == bool else xp.multiply).at(work, coords, vals)
-    else:
-        (xp.maximum if reduce == "amax" else xp.minimum).at(work, coords, vals)
+    # The backend's scatter: CuPy has ufunc.at for few ufuncs, so no op here names one.
+    input._backend.scatter_reduce(work, coords, vals, "sum" if reduce == "mean" else reduce)
     if reduce == "mean":
         counts = xp.ones(work.shape, dtype=dt.int64.np) if include_self else \
             xp.zeros(work.shape, dtype=dt.int64.np)
