@@ -32,6 +32,14 @@ if not is_known_device_type("testdev"):
 
 DEVICES = ["cpu", "testdev"]
 
+# EMBER_TEST_DEVICE=cupyconf swaps "testdev" for the CuPy conformance device (a NumPy-backed
+# stand-in that refuses what CuPy 14.2 lacks; not a GPU): see tests/conformance/.
+if os.environ.get("EMBER_TEST_DEVICE") == "cupyconf":
+    from conformance.backend import CupyConformanceBackend
+    if not is_known_device_type("cupyconf"):
+        register_backend("cupyconf", CupyConformanceBackend)
+    DEVICES = ["cpu", "cupyconf"]
+
 
 @pytest.fixture(params=DEVICES)
 def device(request):

@@ -1,0 +1,1 @@
+"""The CuPy conformance device: a NumPy-backed stand-in for CuPy 14.2 that refuses what CuPy lacks."""
