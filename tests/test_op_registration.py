@@ -22,6 +22,7 @@ def _unwrapped(fn):
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_family_declares_what_it_exports_and_binds(family):
     assert isinstance(family.__all__, list)
+    assert not [n for n in family.__all__ if inspect.ismodule(getattr(family, n))]
     for name in family.__all__ + list(getattr(family, "METHODS", [])) + list(getattr(family, "INPLACE", [])):
         assert callable(getattr(family, name)), (family.__name__, name)
     for name in family.__all__:

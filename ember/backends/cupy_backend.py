@@ -12,14 +12,17 @@ The modules are looked up when the backend is built, not imported at module leve
 optional extra (``pip install 'ember[cuda]'``), and the CuPy conformance device of the test
 suite builds this same class over its strict, NumPy-backed stand-in for CuPy.
 """
+import functools
 import importlib
 
 from .base import Backend, BackendUnavailableError
 
 
+@functools.lru_cache(maxsize=None)
 def import_cupy_or_none():
     """``cupy`` where it is installed, else None (imported on first use: CuPy takes a second
-    to import, and most scripts never touch CUDA)."""
+    to import, and most scripts never touch CUDA). Cached: without CuPy every
+    ``ember.cuda.is_available()`` would search sys.path again."""
     try:
         return importlib.import_module("cupy")
     except ImportError:
@@ -110,7 +113,6 @@ class CupyBackend(Backend):
         xp = self.xp
         if values.size == 0:
             return
-        values = xp.broadcast_to(values, values.shape)
         if target.ndim == 0:
             flat_index = xp.zeros(values.size, dtype=xp.int64)
         else:

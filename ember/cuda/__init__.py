@@ -141,9 +141,6 @@ def manual_seed(seed):
 
 def manual_seed_all(seed):
     """Seeds every device's generator; silently ignored without CUDA, as in torch."""
-    cupy = _cupy_or_none()
-    if cupy is None or not is_available():
-        return
     for index in range(device_count()):
         with device(index):
-            cupy.random.seed(int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
+            manual_seed(seed)

@@ -67,12 +67,12 @@ _FAMILIES = ("elementwise", "reduce", "shape", "indexing", "matmul", "creation",
              "normalization", "dropout", "inplace", "sorting", "special", "spectral", "complex",
              "cumulative", "linalg")
 for _family_name in _FAMILIES:
+    # The catalogue families (sorting onwards) are not star-imported above: they are imported
+    # here, after the core methods are bound (their module-level code may use them). For the
+    # core families this re-binds the names the star imports bound.
     _family = _importlib.import_module(f"{__name__}.{_family_name}")
-    if _FAMILIES.index(_family_name) >= _FAMILIES.index("sorting"):
-        # The catalogue families, not star-imported above: their names are exported once the
-        # core methods are bound (their module-level code may use them).
-        for _name in _family.__all__:
-            globals()[_name] = getattr(_family, _name)
+    for _name in _family.__all__:
+        globals()[_name] = getattr(_family, _name)
     _bind_methods(_family)
 
 _UFUNC_OF.update({add: "add", sub: "subtract", mul: "multiply", div: "true_divide",
@@ -221,7 +221,6 @@ Tensor.__imatmul__ = _imatmul
 # ---- what ``from ember.ops import *`` (ember/__init__.py) exports: the families' ``__all__`` --
 # Not the family modules (``ember.linalg`` and ``ember.special`` are torch's namespaces, not
 # ``ops.linalg``), nor the Tensor-only methods and backward nodes, which torch keeps off its
-# namespace.
-__all__ = list(dict.fromkeys(
-    _name for _family_name in _FAMILIES for _name in _sys.modules[f"{__name__}.{_family_name}"].__all__
-    if not isinstance(globals()[_name], type(_sys))))
+# namespace. (No family exports a module or a name another exports: test_op_registration.)
+__all__ = [_name for _family_name in _FAMILIES
+           for _name in _sys.modules[f"{__name__}.{_family_name}"].__all__]

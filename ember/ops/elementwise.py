@@ -1490,8 +1490,7 @@ def float_power_(input, exponent):
     if input._dtype not in (dt.float64, dt.complex128):
         raise RuntimeError(f"the base given to float_power_ has dtype {dtype_name(input._dtype)} "
                            "but the operation's result requires dtype Double")
-    from .inplace import inplace
-    return inplace(input, float_power, exponent)
+    return _inplace(input, float_power, exponent)
 
 
 class NextafterBackward0(Node):
