@@ -19,9 +19,9 @@ __all__ = []
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` on operands of at least one dimension."""
     weight_t = weight.t()
-    if bias is not None and (input.ndim == 2 or (_fusable(bias) and input.is_contiguous())):
-        if input.ndim == 2:
-            return addmm(bias, input, weight_t)
+    if bias is not None and input.ndim == 2:
+        return addmm(bias, input, weight_t)
+    if bias is not None and _fusable(bias) and input.is_contiguous():
         batch = tuple(input.shape[:-1])
         # (the row count is spelled out: -1 is ambiguous for an input with no features)
         product = addmm(bias, input.reshape(math.prod(batch), input.shape[-1]), weight_t)
