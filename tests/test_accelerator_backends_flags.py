@@ -10,21 +10,24 @@ import torch
 import ember
 import ember.backends as eb
 import torch.backends as tb
-from ember.backends import register_backend, unregister_backend, registered_device_types
+from ember.backends import unregister_backend
 from torch_compare import compare_error
 
 
 @contextlib.contextmanager
 def _only_builtin_backends():
-    """Unregister the test suite's "testdev" so the registry is what a user machine has."""
-    from conftest import TestDeviceBackend
-    had = "testdev" in registered_device_types()
-    unregister_backend("testdev")
+    """Unregister the suite's own devices ("testdev", and "cupyconf" where it is on), so the
+    registry is what a user machine has; restored afterwards in its order."""
+    from ember.backends import _FACTORIES
+    saved = dict(_FACTORIES)
+    for device_type in saved:
+        if device_type not in ("cpu", "cuda"):
+            unregister_backend(device_type)
     try:
         yield
     finally:
-        if had:
-            register_backend("testdev", TestDeviceBackend, replace=True)
+        _FACTORIES.clear()
+        _FACTORIES.update(saved)
 
 
 def _torch_fresh(code):

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import ember
+from conftest import OTHER_DEVICES
 from opinfo.core import assert_same
 from torch_compare import compare_error
 
@@ -200,11 +201,11 @@ def test_numpy_shares_memory():
     assert np.shares_memory(view.numpy(), view._base.numpy())
 
 
-def test_numpy_refuses_other_devices():
-    from conftest import DEVICES
-    if "testdev" in DEVICES:
-        with pytest.raises(TypeError):
-            ember.ones(2, device="testdev").numpy()
+@pytest.mark.parametrize("other", OTHER_DEVICES)
+def test_numpy_refuses_other_devices(other):
+    # torch: "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() ..."
+    with pytest.raises(TypeError, match="to numpy"):
+        ember.ones(2, device=other).numpy()
 
 
 LAYOUT_CASES = [
