@@ -4,8 +4,9 @@ As in torch, most of this is trivial by design on the CPU: there is one CPU devi
 synchronously (so ``synchronize`` has nothing to wait for and an ``Event`` is always complete),
 and streams are only tracked, so that ``with ember.cpu.stream(s):`` and
 ``ember.cpu.current_stream()`` behave as torch's. ``get_capabilities`` reports what the
-processor supports, read from the operating system (``/proc/cpuinfo`` on Linux). Autocast on the
-CPU (``torch.cpu.amp``) is not part of this module.
+processor supports, read from the operating system (``/proc/cpuinfo`` on Linux). The deprecated
+``torch.cpu.amp`` names (``autocast``, ``GradScaler``) are the subpackage ``amp``, imported on first
+use.
 """
 import functools
 import os
@@ -170,3 +171,12 @@ class StreamContext(AbstractContextManager):
 def stream(stream):
     """``StreamContext(stream)``."""
     return StreamContext(stream)
+
+
+def __getattr__(name):
+    # ``amp`` pulls in the mixed-precision machinery: imported on first use so that ``import
+    # ember`` does not pay for it (``import ember.cpu.amp`` works as well).
+    if name == "amp":
+        import importlib
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
