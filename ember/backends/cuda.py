@@ -1,10 +1,12 @@
 """``ember.backends.cuda``: torch.backends.cuda's matmul flags and attention-kernel switches.
 
 ``matmul.allow_tf32`` is the legacy spelling of ``ember.set_float32_matmul_precision`` (True
-means "high"), as in torch; Ember's matrix products run in full float32 whatever it says,
-which every setting permits. The scaled-dot-product-attention switches record which kernels a
-script allows: Ember has one attention kernel (the math one) on every device, so they are
-stored and reported as torch does.
+means "high"), as in torch. On CUDA it decides how cuBLAS multiplies float32 (and complex64)
+matrices: ``CupyBackend.matmul`` sets CuPy's compute type (``cupy._core.set_compute_type``) to
+TF32 under "high"/"medium" and to float32 under "highest", as torch's CUDA matmuls do. On the
+CPU products run in full float32 whatever it says, which every setting permits. The
+scaled-dot-product-attention switches record which kernels a script allows: Ember has one
+attention kernel (the math one) on every device, so they are stored and reported as torch does.
 """
 import contextlib
 import importlib.util
