@@ -30,6 +30,15 @@ from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc,  # no
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
+# autocast's state functions are torch's top-level names; the module is light (the ops import it).
+from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enabled,  # noqa: F401,E402
+                                get_autocast_dtype, set_autocast_dtype,
+                                is_autocast_cache_enabled, set_autocast_cache_enabled,
+                                clear_autocast_cache, autocast_increment_nesting,
+                                autocast_decrement_nesting, is_autocast_cpu_enabled,
+                                set_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                                set_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                                set_autocast_gpu_dtype)
 
 # A str that also compares as a version (ember.__version__ >= "0.1"), as torch.__version__.
 from .torch_version import __version__  # noqa: E402
@@ -39,6 +48,7 @@ import builtins as _builtins
 
 
 from . import cuda  # noqa: E402,F401
+from .cuda import OutOfMemoryError  # noqa: E402,F401  (torch.OutOfMemoryError is torch.cuda's)
 
 
 def result_type(tensor1, tensor2):
@@ -281,7 +291,7 @@ from .serialization import save, load  # noqa: E402,F401
 # Add a namespace here by its module name under ``ember``.
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
-                              "cpu", "types", "nn"})
+                              "cpu", "types", "nn", "amp"})
 
 
 def __getattr__(name):

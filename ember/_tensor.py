@@ -441,16 +441,41 @@ class Tensor:
         return is_shared(self)
 
     def pin_memory(self, device=None):
-        """Page-locked host memory exists for an accelerator's copies; without one torch raises,
-        and so does Ember. No backend Ember has yet pins memory, so with one it raises too."""
-        from . import accelerator
-        if not accelerator.is_available():
-            raise RuntimeError("Cannot access accelerator device when none is available.")
-        raise RuntimeError(f"pin_memory(): the {accelerator.current_accelerator().type} backend "
-                           "does not provide page-locked host memory")
+        """A copy of this CPU tensor in page-locked host memory (itself if it is there already),
+        from which copies to the accelerator can run asynchronously (``non_blocking=True``). The
+        accelerator's backend provides the memory (CuPy's pinned pool for CUDA); without an
+        accelerator torch raises, and so does Ember."""
+        if device is not None:
+            import warnings
+            warnings.warn("The argument 'device' of Tensor.pin_memory() is deprecated. Please do "
+                          "not pass this argument.", DeprecationWarning, stacklevel=2)
+        if self._device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{_device_type_name(self)}' only dense CPU tensors "
+                               "can be pinned")
+        backend = _pinning_backend(device)
+        if backend.is_pinned(self._data):
+            return self
+        out = _wrap(backend.pin_memory(self._data), self._dtype, self)
+        from .autograd.grad_mode import _state as _grad_state
+        if _grad_state.enabled and self._requires_grad:
+            from .ops.creation import PinMemoryBackward0
+            from .ops._dispatch import record
+            record(PinMemoryBackward0, (self,), out)
+        return out
 
     def is_pinned(self, device=None):
-        return False  # pin_memory() never returns a pinned tensor (see there)
+        """Whether this tensor's memory is page-locked, as the accelerator's backend (for CUDA,
+        the driver) knows it; False without an accelerator, as in torch's CPU build."""
+        if self._device.type != "cpu":
+            return False
+        from . import accelerator
+        if not accelerator.is_available():
+            return False
+        try:
+            backend = _pinning_backend(device)
+        except RuntimeError:  # an accelerator without pinned memory has pinned nothing
+            return False
+        return backend.is_pinned(self._data)
 
     # ---- autograd metadata ------------------------------------------------------------------
     @property
@@ -798,6 +823,50 @@ def _check_assigned_grad(tensor, grad):
         raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' to a "
                            f"tensor of size '{list(tensor.shape)}'. Please ensure that the "
                            "gradient and the tensor are the same size")
+
+
+# ---- device transfers (issue 16) -------------------------------------------------------------
+
+def _pinning_backend(device=None):
+    """The backend that provides page-locked host memory: the accelerator's (the current
+    device's, or ``device``'s), raising torch's error when there is no accelerator."""
+    from . import accelerator
+    if device is None:
+        acc = accelerator.current_accelerator(check_available=True)
+        if acc is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        device = _device_cls(acc.type, accelerator.current_device_index())
+    backend = get_backend(_device_cls(device) if not isinstance(device, int) else
+                          _device_cls("cuda", device))
+    if not backend.pins_host_memory:
+        raise RuntimeError(f"pin_memory(): the {backend.device_type} backend does not provide "
+                           "page-locked host memory")
+    return backend
+
+
+def _device_type_name(tensor):
+    """A tensor's legacy type name, with its device type as torch's 'torch.cuda.FloatTensor'
+    has: 'ember.FloatTensor', 'ember.cuda.FloatTensor'."""
+    name = tensor.type()
+    return name if tensor._device.type == "cpu" else name.replace(
+        ".", f".{tensor._device.type}.", 1)
+
+
+def _transfer_array(tensor, device, np_dtype, non_blocking=False):
+    """``tensor``'s array copied to another device (``device``, a different one) in
+    ``np_dtype``. A copy to the CPU is cast on the source device first, so that an
+    asynchronous copy is never read on the host before it lands; ``non_blocking`` queues the
+    copy where the backends can (from or into page-locked memory), as torch does."""
+    src = tensor._backend
+    dst = get_backend(device)
+    array = tensor._data
+    if dst.device_type == "cpu":
+        if array.dtype != np_dtype:
+            array = array.astype(np_dtype)
+        return src.to_host(array, non_blocking)
+    dst.check_dtype(np_dtype, "to()")
+    host = src.to_numpy(array)
+    return dst.from_host(host, np_dtype, non_blocking and src.device_type == "cpu")
 
 
 def _wrap_with(data, dtype, device, backend):

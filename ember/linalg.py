@@ -2,6 +2,7 @@
 (with their backward formulas); this module only gives them their ``linalg`` names."""
 from .ops import linalg as _linalg_ops
 from .ops.matmul import matmul  # noqa: F401
+from .amp import autocast_mode as _autocast
 
 LinAlgError = _linalg_ops.LinAlgError
 
@@ -18,12 +19,16 @@ __all__ += ["cond", "tensorinv", "tensorsolve", "householder_product"]
 
 def householder_product(A, tau):
     """The first columns of the product of Householder reflectors (LAPACK's orgqr)."""
+    if _autocast.active and _autocast.enabled_for(A, "linalg_householder_product"):
+        return _autocast.run(householder_product, "linalg_householder_product", A, tau)
     return _linalg_ops.orgqr(A, tau)
 
 
 def cond(A, p=None):
     """The condition number of ``A`` in the norm ``p`` (2 by default: the ratio of the extreme
     singular values)."""
+    if _autocast.active and _autocast.enabled_for(A, "linalg_cond"):
+        return _autocast.run(cond, "linalg_cond", A, p)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     if p in (None, 2, -2):
@@ -38,6 +43,8 @@ def cond(A, p=None):
 
 def tensorinv(A, ind=2):
     """The inverse of ``A`` seen as a linear map from its last dims to its first ``ind`` dims."""
+    if _autocast.active and _autocast.enabled_for(A, "linalg_tensorinv"):
+        return _autocast.run(tensorinv, "linalg_tensorinv", A, ind)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     out_shape, in_shape = tuple(A.shape[:ind]), tuple(A.shape[ind:])
@@ -50,6 +57,8 @@ def tensorinv(A, ind=2):
 
 def tensorsolve(A, B, dims=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``."""
+    if _autocast.active and _autocast.enabled_for(A, "linalg_tensorsolve"):
+        return _autocast.run(tensorsolve, "linalg_tensorsolve", A, B, dims)
     if dims is not None:
         dims = [d % A.ndim for d in dims]
         A = A.permute([d for d in range(A.ndim) if d not in dims] + dims)

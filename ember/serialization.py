@@ -498,19 +498,13 @@ class _Storage:
     __len__ = size
 
     def to(self, device):
-        dev = _device(device)
+        from .ops.creation import resolve_device
+        dev = resolve_device(device)  # "cuda" is a device with an index, as a tensor's is
         if dev == self.device:
             return self
-        if dev.type == "cuda":
-            from . import cuda
-            if not cuda.is_available():
-                raise RuntimeError(
-                    "Attempting to deserialize object on a CUDA device but "
-                    "ember.cuda.is_available() is False. If you are running on a CPU-only "
-                    "machine, please use ember.load with map_location=ember.device('cpu') to "
-                    "map your storages to the CPU.")
+        backend = _restore_backend(dev)
         host = get_backend(self.device).to_numpy(self.array)
-        return _Storage(get_backend(dev).asarray(host, self.dtype.np), self.dtype, dev)
+        return _Storage(backend.from_host(host, self.dtype.np), self.dtype, dev)
 
     def cpu(self):
         return self.to("cpu")
@@ -520,6 +514,30 @@ class _Storage:
 
     def __repr__(self):
         return f"<ember storage of {self.array.size} {self.dtype.name} on {self.device}>"
+
+
+def _restore_backend(dev):
+    """The backend a storage is restored onto, or torch's errors for a device this machine
+    lacks (torch's ``_validate_device``): the device type's backend cannot start (no CuPy, no
+    GPU), or it has fewer devices than the index."""
+    from .backends import BackendUnavailableError
+    try:
+        return get_backend(dev)
+    except BackendUnavailableError:
+        raise RuntimeError(
+            f"Attempting to deserialize object on a {dev.type.upper()} device but "
+            f"ember.{dev.type}.is_available() is False. If you are running on a CPU-only "
+            "machine, please use ember.load with map_location=ember.device('cpu') to map your "
+            "storages to the CPU.") from None
+    except RuntimeError:
+        from .accelerator import _count
+        count = _count(dev.type)
+        if count and (dev.index or 0) < count:
+            raise
+        raise RuntimeError(
+            f"Attempting to deserialize object on {dev.type.upper()} device {dev.index or 0} "
+            f"but ember.{dev.type}.device_count() is {count}. Please use ember.load with "
+            "map_location to map your storages to an existing device.") from None
 
 
 def _check_layout(storage_numel, offset, size, stride):
@@ -1186,12 +1204,10 @@ def _device_deserialize(storage, location):
         dev = _device(location)
     except (RuntimeError, ValueError, TypeError):
         return None
-    try:
-        get_backend(dev)
-    except (RuntimeError, ValueError, KeyError):
-        if dev.type != "cuda":  # the CUDA check in _Storage.to says why it is missing
-            return None
-    return storage.to(dev)
+    from .backends import is_known_device_type
+    if not is_known_device_type(dev.type):
+        return None  # another deserializer may know it; else "don't know how to restore"
+    return storage.to(dev)  # a known device this machine lacks raises torch's error there
 
 
 # (priority, tagger, deserializer), tried in priority order, as torch's registry.

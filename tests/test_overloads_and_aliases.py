@@ -141,6 +141,34 @@ def test_python_level_functions_take_no_numpy_names(expr, device):
     check_error(expr, device, gist="() got an unexpected keyword argument 'axis'")
 
 
+BINARY_ALIAS_CASES = [
+    "lib.add(x1=x, x2=x.flip(0))", "lib.add(x, x2=x.flip(0), alpha=2)", "x.add(x2=x.flip(1))",
+    "lib.sub(x=x, other=x.flip(0))", "lib.mul(a=x, x2=x)", "x.mul(x2=x.flip(0))",
+    "lib.div(x1=x, x2=x.flip(0) + 3)", "lib.pow(x=x, exponent=2)", "lib.maximum(x1=x, x2=x.flip(0))",
+    "lib.eq(x1=x, x2=x.flip(0))", "lib.logical_and(x1=xb, x2=xb.flip(0))",
+    "lib.where(x > 0, x=x, x2=x.flip(0))", "lib.clamp(x1=x, min=0.0)", "lib.atan2(x1=x, x2=x)",
+    "lib.isclose(x1=x, x2=x.flip(0))", "lib.lerp(x1=x, end=x.flip(0), weight=0.5)",
+]
+
+
+@pytest.mark.parametrize("expr", BINARY_ALIAS_CASES)
+def test_binary_ops_take_numpy_operand_names(expr, device):
+    """x1=/x2= (and x=/a=) for input/other, as torch's argument parser gives every native op.
+    Ember's binary ops give them without a frame of their own (see _torch_broadcast_errors)."""
+    check(expr, device)
+
+
+@pytest.mark.parametrize("expr", ["lib.add(x, x1=x)", "lib.add(x, x, x2=x)",
+                                  "lib.add(x1=x, input=x, x2=x)", "lib.add(x, y=x)"])
+def test_binary_ops_refuse_clashing_operand_names(expr, device):
+    # torch's words differ by case ("missing ... 'other'" or "unexpected keyword"); the type is
+    # the same.
+    with pytest.raises(TypeError):
+        _eval(expr, torch)
+    with pytest.raises(TypeError):
+        _eval(expr, ember, device)
+
+
 @pytest.mark.parametrize("expr", ["lib.flip(x, axis=0)", "lib.roll(x, 1, axis=0)",
                                   "x.transpose(axis0=0, axis1=1)"])
 def test_ops_without_a_dim_parameter_take_no_axis(expr, device):

@@ -82,7 +82,7 @@ def test_generators_are_independent_streams():
 
 def test_generator_keyword_on_every_sampler(device):
     def draws(seed):
-        g = ember.Generator().manual_seed(seed)
+        g = ember.Generator(device=device).manual_seed(seed)
         probs = ember.full((5,), 0.5, device=device)
         return [ember.rand(3, generator=g, device=device),
                 ember.randn(3, generator=g, device=device),

@@ -7,7 +7,7 @@ names a backend: it asks a tensor for ``tensor._backend`` and computes through i
 from .base import Backend, BackendUnavailableError
 
 __all__ = ["Backend", "BackendUnavailableError", "register_backend", "get_backend",
-           "is_known_device_type", "registered_device_types"]
+           "is_known_device_type", "registered_device_types", "current_index"]
 
 _FACTORIES = {}
 _INSTANCES = {}
@@ -41,15 +41,28 @@ def registered_device_types():
     return tuple(_FACTORIES)
 
 
+def current_index(device_type):
+    """The index a device of this type without one ("cuda") means: CUDA's current device (as
+    ``ember.cuda.set_device`` sets it), 0 for every other type."""
+    if device_type == "cuda":
+        from .cupy_backend import current_cuda_device
+        return current_cuda_device()
+    return 0
+
+
 def get_backend(device):
-    """The backend instance for an ``ember.device`` (index None means the current one, 0)."""
-    key = (device.type, device.index or 0)
+    """The backend instance for an ``ember.device`` (index None means the current one:
+    ``current_index``)."""
+    index = device.index
+    if index is None:
+        index = current_index(device.type)
+    key = (device.type, index)
     backend = _INSTANCES.get(key)
     if backend is None:
         factory = _FACTORIES.get(device.type)
         if factory is None:
             raise RuntimeError(f"no backend is registered for device type '{device.type}'")
-        backend = _INSTANCES[key] = factory(device.index or 0)
+        backend = _INSTANCES[key] = factory(index)
     return backend
 
 
@@ -61,12 +74,9 @@ def _cpu_factory(index):
 
 
 def _cuda_factory(index):
-    try:
-        from .cupy_backend import CupyBackend
-    except ImportError as exc:
-        raise BackendUnavailableError(
-            "CUDA is not available: Ember's CUDA backend needs CuPy, which is not installed "
-            "(pip install 'ember[cuda]')") from exc
+    # cupy_backend imports CuPy when the backend is built, raising CudaNotCompiledError
+    # (torch's AssertionError) where it is missing.
+    from .cupy_backend import CupyBackend
     return CupyBackend(index)
 
 

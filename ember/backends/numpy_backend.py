@@ -1,4 +1,5 @@
 """The CPU backend, on NumPy: the reference implementation of the Backend contract."""
+import functools
 import math
 import warnings
 
@@ -18,10 +19,17 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)"
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
 
-try:  # SciPy is optional: it makes erf/erfinv vectorised C instead of a Python loop.
-    from scipy import special as _scipy_special
-except ImportError:  # pragma: no cover - exercised only where SciPy is absent
-    _scipy_special = None
+
+@functools.lru_cache(maxsize=None)
+def _scipy_special():
+    """``scipy.special`` where SciPy is installed, else None. SciPy is optional: it makes
+    erf/erfinv vectorised C instead of a Python loop. Imported on the first call, not with
+    Ember: importing it costs more than all of ``import ember`` (~0.3 s)."""
+    try:
+        from scipy import special
+    except ImportError:  # pragma: no cover - exercised only where SciPy is absent
+        return None
+    return special
 
 
 def _erfinv_scalar(y):
@@ -113,20 +121,41 @@ class NumpyBackend(Backend):
     def scatter_reduce(self, target, index, values, reduce):
         _SCATTER_UFUNC[reduce, target.dtype == np.bool_].at(target, index, values)
 
+    def sliding_view(self, array, shape, strides):
+        return np.lib.stride_tricks.as_strided(array, shape=shape, strides=strides,
+                                               writeable=False)
+
+    def cumulative(self, name, array, axis):
+        if array.size == 0:
+            return array.copy()
+        return getattr(np, name).accumulate(array, axis=axis)
+
     def erf(self, x):
-        if _scipy_special is not None:
-            return _scipy_special.erf(x)
+        special = _scipy_special()
+        if special is not None:
+            return special.erf(x)
         return _erf_loop(x).astype(x.dtype, copy=False)
 
     def erfc(self, x):
-        if _scipy_special is not None:
-            return _scipy_special.erfc(x)
+        special = _scipy_special()
+        if special is not None:
+            return special.erfc(x)
         return _erfc_loop(x).astype(x.dtype, copy=False)
 
     def erfinv(self, x):
-        if _scipy_special is not None:
-            return _scipy_special.erfinv(x)
+        special = _scipy_special()
+        if special is not None:
+            return special.erfinv(x)
         return _erfinv_loop(x).astype(x.dtype, copy=False)
+
+    # -- host transfers (issue 16: device transfers) -----------------------------------------
+    # The host is this device: a transfer is a copy, and memory is shared across processes
+    # array by array (ember/multiprocessing/reductions.py decides), never pinned by the CPU
+    # itself (the accelerator's backend pins host memory).
+    dlpack_device_type = 1  # kDLCPU
+
+    def to_host(self, array, non_blocking=False):
+        return np.array(array, copy=True)
 
     def sparse(self):
         # Imported here, not at module level: SciPy is an optional extra and slow to import.

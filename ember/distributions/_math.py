@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 import ember
-from .._random import numpy_generator
+from .._random import sampler, draw_namespace
 from ..autograd.graph import Node
 from ..ops._dispatch import _wrap, needs_grad, record
 from ..ops.creation import _to_backend
@@ -103,16 +103,22 @@ class _StandardGammaBackward(Node):
 
 
 def standard_gamma(concentration):
-    """Gamma(concentration, 1) draws from Ember's default generator, reparameterised: the
-    gradient w.r.t. ``concentration`` is the implicit one (see ``standard_gamma_grad``)."""
+    """Gamma(concentration, 1) draws from the default generator of ``concentration``'s device
+    (drawn there), reparameterised: the gradient w.r.t. ``concentration`` is the implicit one
+    (see ``standard_gamma_grad``, which computes on the host: only with a gradient to record
+    do the parameters and draws travel there)."""
     backend = concentration._backend
-    alpha = backend.to_numpy(concentration._data).astype(np.float64)
-    draws = numpy_generator(None).standard_gamma(alpha)
+    rng = sampler(None, concentration.device)
+    xp = draw_namespace(rng)
+    alpha = concentration._data if xp is not np else backend.to_numpy(concentration._data)
+    alpha = alpha.astype(np.float64)
+    draws = rng.standard_gamma(alpha)
     dtype = concentration.dtype
-    draws = np.maximum(draws, np.finfo(dtype.np).tiny)
+    draws = xp.maximum(draws, np.finfo(dtype.np).tiny)
     out = _wrap(_to_backend(draws.astype(dtype.np), concentration.device), dtype, concentration)
     if needs_grad(concentration):
-        grad = standard_gamma_grad(alpha, draws).reshape(alpha.shape).astype(dtype.np)
+        grad = standard_gamma_grad(backend.to_numpy(alpha), backend.to_numpy(draws))
+        grad = grad.reshape(alpha.shape).astype(dtype.np)
         local = _wrap(_to_backend(grad, concentration.device), dtype, concentration)
         record(_StandardGammaBackward, (concentration,), out, save=(local,))
     return out

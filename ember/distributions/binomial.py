@@ -1,7 +1,7 @@
 import numpy as np
 
 import ember
-from .._random import numpy_generator
+from .._random import sampler, draw_namespace
 from .._tensor import Size
 from ..ops._dispatch import _wrap
 from ..ops.creation import _to_backend
@@ -18,11 +18,14 @@ def _clamp_by_zero(x):
 
 
 def _binomial_draws(total_count, probs):
-    """Binomial counts (as floats of ``probs``' dtype) from the default generator."""
+    """Binomial counts (as floats of ``probs``' dtype) from the default generator of
+    ``probs``' device, drawn there."""
     backend = probs._backend
-    n = backend.to_numpy(total_count.detach()._data).astype(np.int64)
-    p = backend.to_numpy(probs.detach()._data).astype(np.float64)
-    counts = numpy_generator(None).binomial(n, p).astype(probs.dtype.np)
+    rng = sampler(None, probs.device)
+    n, p = total_count.detach()._data, probs.detach()._data
+    if draw_namespace(rng) is np:
+        n, p = backend.to_numpy(n), backend.to_numpy(p)
+    counts = rng.binomial(n.astype(np.int64), p.astype(np.float64)).astype(probs.dtype.np)
     return _wrap(_to_backend(counts, probs.device), probs.dtype, probs)
 
 

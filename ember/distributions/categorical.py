@@ -3,7 +3,7 @@ import math
 import numpy as np
 
 import ember
-from .._random import numpy_generator
+from .._random import sampler, draw_namespace
 from .._tensor import Size
 from ..ops._dispatch import _wrap
 from ..ops.creation import _to_backend
@@ -17,22 +17,27 @@ __all__ = ["Categorical"]
 def _sample_categories(probs_2d, num_samples):
     """``num_samples`` category indices per row of (unnormalised) probabilities, by inverse CDF
     on the default generator's stream: shape ``(num_samples, rows)``."""
-    rows = probs_2d._backend.to_numpy(probs_2d.detach()._data).astype(np.float64)
-    if not (np.isfinite(rows).all() and (rows >= 0).all()):
+    rng = sampler(None, probs_2d.device)
+    xp = draw_namespace(rng)
+    rows = probs_2d.detach()._data
+    if xp is np:
+        rows = probs_2d._backend.to_numpy(rows)
+    rows = rows.astype(np.float64)
+    if not bool(xp.isfinite(rows).all() & (rows >= 0).all()):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    cumulative = np.cumsum(rows, axis=-1)
-    if (cumulative[:, -1] <= 0).any():
+    cumulative = xp.cumsum(rows, axis=-1)
+    if bool((cumulative[:, -1] <= 0).any()):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    u = numpy_generator(None).random((num_samples, rows.shape[0]))
+    u = rng.random((num_samples, rows.shape[0]))
     # One sorted search for all rows: row r's normalised CDF is shifted into [r, r + 1].
     n_rows, n_events = rows.shape
-    offsets = np.arange(n_rows, dtype=np.float64)
+    offsets = xp.arange(n_rows, dtype=np.float64)
     shifted_cdf = (cumulative / cumulative[:, -1:] + offsets[:, None]).ravel()
-    flat = np.searchsorted(shifted_cdf, (u + offsets).ravel(), side="right")
+    flat = xp.searchsorted(shifted_cdf, (u + offsets).ravel(), side="right")
     picks = flat.reshape(num_samples, n_rows) - (offsets * n_events).astype(np.int64)
     # Rounding can put u at the total: never pick past the last category with mass.
-    last_nonzero = n_events - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
-    picks = np.minimum(picks, last_nonzero[None, :]).astype(np.int64)
+    last_nonzero = n_events - 1 - xp.argmax(rows[:, ::-1] > 0, axis=1)
+    picks = xp.minimum(picks, last_nonzero[None, :]).astype(np.int64)
     return _wrap(_to_backend(picks, probs_2d.device), ember.int64, probs_2d)
 
 

@@ -152,7 +152,9 @@ def _address(buffer):
 def is_shared(tensor):
     data = tensor._data
     if not isinstance(data, np.ndarray):
-        return tensor._device.type == "cuda"  # as in PyTorch: CUDA memory is always shareable
+        # The backend knows whether its memory reaches other processes: PyTorch's CUDA memory
+        # does (IPC handles); Ember sends device tensors by value, so its backends say False.
+        return tensor._backend.memory_shared_across_processes
     return _is_shared_mapping(_root_buffer(data))
 
 
@@ -166,10 +168,10 @@ def share_memory_(tensor):
     root = tensor._base if tensor._base is not None else tensor
     data = root._data
     if not isinstance(data, np.ndarray):
-        if tensor._device.type == "cuda":
+        if tensor._backend.memory_shared_across_processes:
             return tensor
         raise RuntimeError(f"share_memory_: tensors on device '{tensor._device}' cannot be moved "
-                           "to shared memory")
+                           "to shared memory (Ember sends them to other processes by value)")
     if not _is_shared_mapping(_root_buffer(data)):
         _move_to_new_storage(root)
     return tensor

@@ -219,8 +219,10 @@ def reuse_temporary(t, other, ufunc_name):
             or not _called_by_operator_syntax(sys._getframe(2))):
         return None
     if isinstance(other, Tensor):
-        if (other._requires_grad and _state.enabled) or other._layout is not _layouts.strided:
-            return None  # a sparse operand goes to its own op (ember/ops/sparse.py)
+        if ((other._requires_grad and _state.enabled) or other._layout is not _layouts.strided
+                or other._device is not t._device):
+            return None  # a sparse operand goes to its own op (ember/ops/sparse.py), a CPU
+            # scalar on another device's op to the op's own handling
         shape = other._data.shape
         if shape != data.shape and (other._data.size != 1 or len(shape) > data.ndim):
             return None
@@ -259,26 +261,33 @@ def accept_numpy_keywords(fn):
     """``fn``, also accepting NumPy's keyword names for its ``dim``, ``keepdim``, ``input`` and
     ``other`` parameters. The wrapper only looks at keywords, so a positional call pays one
     extra frame."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return fn
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    renames = {alias: name for alias, name in NUMPY_KEYWORDS.items()
-               if name in names and alias not in names}
+    renames, position = numpy_keyword_renames(fn)
     if not renames:
         return fn
-    # A parameter filled positionally makes its alias unexpected, as torch reports it.
-    position = {name: i for i, name in enumerate(code.co_varnames[:code.co_argcount])}
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
         if kwargs and not renames.keys().isdisjoint(kwargs):
-            kwargs = _rename_keywords(fn.__name__, renames, position, len(args), kwargs)
+            kwargs = rename_keywords(fn.__name__, renames, position, len(args), kwargs)
         return fn(*args, **kwargs)
     return op
 
 
-def _rename_keywords(name, renames, position, n_positional, kwargs):
+def numpy_keyword_renames(fn):
+    """``({alias: parameter}, {parameter: position})`` for the NumPy keyword names ``fn``'s
+    parameters have and it does not take itself; ``({}, {})`` for a builtin."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}, {}
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    renames = {alias: name for alias, name in NUMPY_KEYWORDS.items()
+               if name in names and alias not in names}
+    # A parameter filled positionally makes its alias unexpected, as torch reports it.
+    position = {name: i for i, name in enumerate(code.co_varnames[:code.co_argcount])}
+    return renames, position
+
+
+def rename_keywords(name, renames, position, n_positional, kwargs):
     out = {}
     for key, value in kwargs.items():
         target = renames.get(key)

@@ -18,6 +18,7 @@ from .. import _dtype as dt
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name
 from .shape import make_view, select, clone
 from .elementwise import _zeros_like, where
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical",
            "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "polar",
@@ -95,6 +96,8 @@ class ViewAsComplexBackward0(Node):
 
 def view_as_complex(input):
     """A real tensor whose last dimension holds (real, imag) pairs, viewed as complex."""
+    if _autocast.active and _autocast.enabled_for(input, "view_as_complex"):
+        return _autocast.run(view_as_complex, "view_as_complex", input)
     d = input._dtype
     if d not in _COMPLEX_OF:
         if d is dt.float16:
@@ -340,6 +343,8 @@ class PolarBackward0(Node):
 
 def polar(abs, angle, *, out=None):
     """``abs * (cos(angle) + 1j * sin(angle))``."""
+    if _autocast.active and _autocast.enabled_for(abs, "polar"):
+        return _autocast.run(polar, "polar", abs, angle, out=out)
     cd = _check_parts(abs, angle, "second argument")
     xp = abs._backend.xp
     r, theta = abs._data, angle._data

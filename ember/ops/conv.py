@@ -19,6 +19,7 @@ import threading
 
 from .. import _dtype as dt
 from ._dispatch import Node, needs_grad, record, _wrap, CompositeBackward, record_composite
+from ..amp import autocast_mode as _autocast
 
 
 # ---- array kernels ---------------------------------------------------------------------------
@@ -34,14 +35,14 @@ def _pad_zeros(xp, data, pads):
     return xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
 
 
-def _windows(xp, padded, kernel, stride, dilation, out_shape):
+def _windows(backend, padded, kernel, stride, dilation, out_shape):
     """Strided view ``(C, *kernel, N, *out)`` of a padded ``(N, C, *spatial)`` array: no copy."""
     strides = padded.strides
     spatial = strides[2:]
-    return xp.lib.stride_tricks.as_strided(
-        padded, shape=(padded.shape[1],) + tuple(kernel) + (padded.shape[0],) + tuple(out_shape),
-        strides=(strides[1],) + tuple(s * d for s, d in zip(spatial, dilation)) + (strides[0],)
-        + tuple(s * st for s, st in zip(spatial, stride)), writeable=False)
+    return backend.sliding_view(
+        padded, (padded.shape[1],) + tuple(kernel) + (padded.shape[0],) + tuple(out_shape),
+        (strides[1],) + tuple(s * d for s, d in zip(spatial, dilation)) + (strides[0],)
+        + tuple(s * st for s, st in zip(spatial, stride)))
 
 
 class _ColumnCache:
@@ -87,15 +88,16 @@ class _ColumnCache:
 COLUMN_CACHE = _ColumnCache()
 
 
-def im2col(xp, data, kernel, stride, pads, dilation, out_shape=None):
+def im2col(backend, data, kernel, stride, pads, dilation, out_shape=None):
     """Columns ``(C * prod(kernel), N * prod(out))`` of an ``(N, C, *S)`` array (a contiguous
     copy), and the output shape. Channels first and the batch inside the columns, so a whole
     convolution is one matrix product per group (a few large BLAS calls beat many small ones)."""
+    xp = backend.xp
     padded = _pad_zeros(xp, data, pads)
     if out_shape is None:
         out_shape = tuple(conv_output_size(n, k, s, p, d) for n, k, s, p, d
                           in zip(data.shape[2:], kernel, stride, pads, dilation))
-    view = _windows(xp, padded, kernel, stride, dilation, out_shape)
+    view = _windows(backend, padded, kernel, stride, dilation, out_shape)
     shape = (data.shape[1] * math.prod(kernel), data.shape[0] * math.prod(out_shape))
     cols = COLUMN_CACHE.take(xp, shape, view.dtype)
     xp.copyto(cols.reshape(view.shape), view)
@@ -157,7 +159,7 @@ def _conv_arrays(backend, x, w, bias, p, cols=None, out_shape=None):
     xp = backend.xp
     kernel = w.shape[2:]
     if cols is None:
-        cols, out_shape = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, out_shape)
+        cols, out_shape = im2col(backend, x, kernel, p.stride, p.pads, p.dilation, out_shape)
     else:
         out_shape = tuple(conv_output_size(n, k, s, pd, d) for n, k, s, pd, d
                           in zip(x.shape[2:], kernel, p.stride, p.pads, p.dilation))
@@ -224,7 +226,7 @@ def _weight_grad_arrays(backend, x, g, kernel, p, cols=None):
     xp = backend.xp
     made_here = cols is None
     if made_here:
-        cols, _ = im2col(xp, x, kernel, p.stride, p.pads, p.dilation, g.shape[2:])
+        cols, _ = im2col(backend, x, kernel, p.stride, p.pads, p.dilation, g.shape[2:])
     groups = p.groups
     cols = cols.reshape(groups, cols.shape[0] // groups, cols.shape[1])
     # cols @ g^T keeps the long axis contiguous in both operands, which BLAS runs about
@@ -396,7 +398,7 @@ def im2col_op(input, kernel, stride, pads, dilation):
     xp = input._backend.xp
     unbatched = input.ndim == len(kernel) + 1
     data = input._data[None] if unbatched else input._data
-    cols, out_shape = im2col(xp, data, kernel, stride, pads, dilation)
+    cols, out_shape = im2col(input._backend, data, kernel, stride, pads, dilation)
     batch = data.shape[0]
     cols = xp.ascontiguousarray(xp.swapaxes(
         cols.reshape(cols.shape[0], batch, math.prod(out_shape)), 0, 1))
@@ -586,6 +588,10 @@ def _check_non_constant(input, pairs, mode):
 
 def pad(input, pad, mode="constant", value=None):
     """Pads (or, with negative widths, crops) the last ``len(pad) // 2`` dims of ``input``."""
+    # autocast: ATen's reflection_pad1d/2d and replication_pad1d/2d/3d are float32 ops on the CPU
+    if (_autocast.active and (mode == "replicate" or (mode == "reflect" and len(pad) < 6))
+            and _autocast.enabled_for(input, "reflection_or_replication_pad")):
+        return _autocast.run(_pad_op, "reflection_or_replication_pad", input, pad, mode, value)
     if mode not in ("constant",) + _NON_CONSTANT:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     pairs = _pairs(pad, input)
@@ -606,6 +612,9 @@ def pad(input, pad, mode="constant", value=None):
                for i, (lo, hi) in enumerate(pairs)]
     # one node, PyTorch's ReflectionPad2DBackward0 and the like
     return gather_dims(input, gathers, INDEX_PAD_NODES[mode, len(gathers)])
+
+
+_pad_op = pad  # pad() names its own function's name as an argument
 
 
 def _pad_circular(input, pairs):

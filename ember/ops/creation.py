@@ -11,10 +11,10 @@ from .. import _dtype as dt
 from .. import _tensor as _tensor_mod
 from .. import _device as _device_mod
 from .._device import device as _device_cls
-from .._random import numpy_generator
+from .._random import sampler, draw_namespace
 from .. import _memory_format as _mf
 from .. import _type_info_and_switches as _switches
-from ..backends import get_backend
+from ..backends import current_index, get_backend
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtype_name
 from ._dispatch import check_same_device as _check_same_device
 from ..autograd.grad_mode import _state as _grad_state
@@ -34,7 +34,8 @@ INPLACE = []
 
 
 def resolve_device(device):
-    """A canonical device: "cpu" has no index; other types default to index 0."""
+    """A canonical device: "cpu" has no index; "cuda" means the current CUDA device, other
+    types index 0."""
     if device is None:
         return _device_mod._default_device
     if not isinstance(device, _device_cls):
@@ -42,7 +43,7 @@ def resolve_device(device):
     if device.type == "cpu":
         return _CPU if device.index in (None, 0) else device
     if device.index is None:
-        return _device_cls(device.type, 0)
+        return _device_cls(device.type, current_index(device.type))
     return device
 
 
@@ -61,8 +62,11 @@ def _finish(data, dtype, device, requires_grad):
 
 
 def _to_backend(array, device):
+    if device.type == "cpu":
+        return array
     backend = get_backend(device)
-    return backend.asarray(array) if device.type != "cpu" else array
+    backend.check_dtype(array.dtype, "creating a tensor")
+    return backend.asarray(array)
 
 
 def _size(args, fn_name=None):
@@ -293,7 +297,9 @@ def _factory(fill):
         shape = _size_arg(sizes, size, fill)
         d = _dtype_with_out(dtype, out, fill) or dt.get_default_dtype()
         dev = resolve_device(device)
-        xp = get_backend(dev).xp
+        backend = get_backend(dev)
+        backend.check_dtype(d.np, fill)
+        xp = backend.xp
         if memory_format is None or memory_format is _mf.contiguous_format:
             data = getattr(xp, fill)(shape, dtype=d.np)
         else:
@@ -322,7 +328,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layo
         fill_value = fill_value.item()
     d = dt.check_dtype(dtype, "full") or dt.scalar_dtype(fill_value)
     dev = resolve_device(device)
-    data = get_backend(dev).xp.full(shape, fill_value, dtype=d.np)
+    backend = get_backend(dev)
+    backend.check_dtype(d.np, "full")
+    data = backend.xp.full(shape, fill_value, dtype=d.np)
     return _finish(data, d, dev, requires_grad)
 
 
@@ -559,6 +567,14 @@ class ToCopyBackward0(Node):
         return grad.to(dtype=self.src_dtype, device=self.src_device)
 
 
+class PinMemoryBackward0(Node):
+    """``Tensor.pin_memory()``'s node (torch's derivative: ``self: grad``)."""
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad
+
+
 def _parse_to(args, kwargs):
     device = kwargs.pop("device", None)
     dtype = dt.check_dtype(kwargs.pop("dtype", None), "to")
@@ -590,14 +606,15 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
     if device is self._device and dtype is self._dtype and not copy and not relayout:
         return self
     if device is self._device:
+        if dtype is not self._dtype:
+            self._backend.check_dtype(dtype.np, "to()")
         data = self._data.astype(dtype.np, copy=True) if copy or dtype is not self._dtype else self._data
         if relayout:
             data = _mf.arrange(self._backend.xp, data, memory_format)
         out = _wrap(data, dtype, self)
     else:
-        host = self._backend.to_numpy(self._data)
         backend = get_backend(device)
-        data = backend.asarray(host, dtype.np, copy=True)
+        data = _tensor_mod._transfer_array(self, device, dtype.np, non_blocking)
         if relayout:
             data = _mf.arrange(backend.xp, data, memory_format)
         out = _wrap_with(data, dtype, device, backend)
@@ -740,8 +757,9 @@ def cpu(self, memory_format=None):
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
+    # device=None: the current CUDA device (resolve_device asks).
     dev = _device_cls("cuda", device) if isinstance(device, int) or device is None else device
-    return to(self, dev, memory_format=memory_format)
+    return to(self, dev, non_blocking=non_blocking, memory_format=memory_format)
 
 
 def _caster(d):
@@ -759,8 +777,10 @@ CAST_METHODS = {"float": dt.float32, "double": dt.float64, "half": dt.float16,
 
 
 # ---------------------------------------------------------------------------------------------
-# random sampling: drawn on the host from an ember.Generator's NumPy stream, then moved to the
-# tensor's device, so a seed gives the same numbers on every backend.
+# random sampling (issue 16): ``sampler(generator, device)`` is what a draw comes from: on the
+# CPU (and host-drawing devices) a CPU generator's NumPy stream, then moved to the device; on a
+# device that draws on the device (CUDA), the device generator's Philox draws, made there. The
+# arithmetic after a draw uses the draw's namespace (``draw_namespace``), so nothing is copied.
 # ---------------------------------------------------------------------------------------------
 
 def _not_implemented(kernel, dtype):
@@ -777,14 +797,14 @@ def _float_sample(draw, size, dtype, device, requires_grad, generator, kernel,
     """A tensor of ``draw(rng, shape, work_dtype)`` values; complex dtypes draw both parts."""
     dtype = dt.check_dtype(dtype, kernel_name) or dt.get_default_dtype()
     _check_floating(dtype, kernel)
-    rng = numpy_generator(generator)
+    dev = resolve_device(device)
+    rng = sampler(generator, dev)
     shape = _size(size, kernel_name)
     work = np.float64 if dtype in (dt.float64, dt.complex128) else np.float32
     if dtype.is_complex:
         values = (draw(rng, shape, work) + 1j * draw(rng, shape, work)) * complex_scale
     else:
         values = draw(rng, shape, work)
-    dev = resolve_device(device)
     return _finish(_to_backend(values.astype(dtype.np, copy=False), dev), dtype, dev,
                    requires_grad)
 
@@ -831,9 +851,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             raise RuntimeError(f"from is out of bounds for {dt.TYPE_META_NAMES[dtype.name]}")
         if high - 1 > hi_limit:
             raise RuntimeError(f"to - 1 is out of bounds for {dt.TYPE_META_NAMES[dtype.name]}")
-    values = numpy_generator(generator).integers(low, high, size=_size((tuple(size),)),
-                                                 dtype=np.int64)
     dev = resolve_device(device)
+    values = sampler(generator, dev).integers(low, high, size=_size((tuple(size),)),
+                                              dtype=np.int64)
     return _into_out(out, _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev,
                                   requires_grad))
 
@@ -853,8 +873,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = _dtype_with_out(dtype, out, "randperm") or dt.int64
-    values = numpy_generator(generator).permutation(n).astype(dtype.np)
     dev = resolve_device(device)
+    values = sampler(generator, dev).permutation(n).astype(dtype.np)
     return _into_out(out, _finish(_to_backend(values, dev), dtype, dev, requires_grad))
 
 
@@ -940,9 +960,11 @@ class BernoulliBackward0(Node):
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (or the scalar ``p``), in ``input``'s dtype."""
+    rng = sampler(generator, input._device)
+    xp = draw_namespace(rng)
     if p is None:
         _check_floating(input._dtype, "bernoulli_tensor_cpu_p_")
-        probs = input._backend.to_numpy(input._data)
+        probs = input._data if xp is not np else input._backend.to_numpy(input._data)
         if bool(((probs < 0) | (probs > 1)).any()):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
                                "(Could this error message be improved?  If so, please report an "
@@ -951,8 +973,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         probs = p
-    draws = numpy_generator(generator).random(input._data.shape)
-    values = (draws < np.asarray(probs, dtype=np.float64)).astype(input._dtype.np)
+    draws = rng.random(input._data.shape)
+    threshold = probs.astype(np.float64) if p is None else float(p)
+    values = (draws < threshold).astype(input._dtype.np)
     res = _wrap(_to_backend(values, input._device), input._dtype, input)
     if needs_grad(input):
         record(BernoulliBackward0, (input,), res)
@@ -972,8 +995,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not replacement and num_samples > n_categories:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
+    rng = sampler(generator, input._device)
+    if draw_namespace(rng) is not np:
+        samples = _multinomial_on_device(rng, input._data, num_samples, replacement)
+        return _wrap(samples, dt.int64, input)
     rows = input._backend.to_numpy(input._data).astype(np.float64).reshape(-1, n_categories)
-    rng = numpy_generator(generator)
     if not replacement or num_samples == 1:
         if not bool((rows.min() >= 0) & (rows.max() < math.inf)) or np.isnan(rows).any():
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -1003,9 +1029,47 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return _wrap(_to_backend(samples, input._device), dt.int64, input)
 
 
+def _multinomial_on_device(rng, probs, num_samples, replacement):
+    """``multinomial`` with every step on the device: the checks read back one flag each,
+    without replacement the Gumbel-max trick as on the CPU, with replacement one sorted search
+    of all rows' CDFs shifted apart (row ``r`` into ``[2r, 2r + 1]``)."""
+    xp = rng.xp
+    n_categories = probs.shape[-1]
+    rows = probs.astype(xp.float64).reshape(-1, n_categories)
+    finite = bool(xp.isfinite(rows).all())
+    if not replacement or num_samples == 1:
+        if not finite or bool((rows < 0).any()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    else:
+        if bool((rows < 0).any()):
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry < 0)")
+        if not finite:
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+    totals = rows.sum(1)
+    if bool((totals <= 0).any()):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement or num_samples == 1:
+        keys = rows / rng.exponential(size=rows.shape)
+        samples = xp.argsort(-keys, axis=1)[:, :num_samples]
+    else:
+        n_rows = rows.shape[0]
+        shift = 2.0 * xp.arange(n_rows, dtype=xp.float64)
+        cdf = (xp.cumsum(rows, axis=1) / totals[:, None] + shift[:, None]).reshape(-1)
+        u = rng.random((n_rows, num_samples)) + shift[:, None]
+        flat = xp.searchsorted(cdf, u.reshape(-1), side="right").reshape(n_rows, num_samples)
+        picks = flat - (xp.arange(n_rows, dtype=xp.int64) * n_categories)[:, None]
+        # Rounding can push u to the total: never pick past the last category with mass.
+        last = n_categories - 1 - xp.argmax(rows[:, ::-1] > 0, axis=1)
+        samples = xp.minimum(picks, last[:, None])
+    return samples.astype(xp.int64).reshape(probs.shape[:-1] + (num_samples,))
+
+
 def poisson(input, generator=None):
-    rng = numpy_generator(generator)
-    values = rng.poisson(input._backend.to_numpy(input._data)).astype(input._dtype.np)
+    rng = sampler(generator, input._device)
+    lam = input._data if draw_namespace(rng) is not np else input._backend.to_numpy(input._data)
+    values = rng.poisson(lam).astype(input._dtype.np)
     return _wrap(_to_backend(values, input._device), input._dtype, input)
 
 
@@ -1027,13 +1091,13 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_:g} > to={to:g}")
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     u = rng.random(self._data.shape)
     digits = _MANTISSA_DIGITS.get(self._dtype)
     if digits is not None:
         # As torch: u keeps only the dtype's mantissa digits, so rounding the result to the
         # dtype cannot reach ``to`` (a float16/bfloat16 draw could otherwise round up onto it).
-        u = np.floor(u * 2.0 ** digits) / 2.0 ** digits
+        u = draw_namespace(rng).floor(u * 2.0 ** digits) / 2.0 ** digits
     return _fill_random(self, u * (to - from_) + from_)
 
 
@@ -1044,45 +1108,51 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_floating(self._dtype, "normal_kernel_cpu")
     if std < 0:
         raise _std_error(std)
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     return _fill_random(self, rng.standard_normal(self._data.shape) * std + mean)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
+    on_device = draw_namespace(rng) is not np
     if isinstance(p, Tensor):
-        pv = p._backend.to_numpy(p._data)
+        if on_device:
+            _check_same_device(self, p)
+        pv = p._data if on_device else p._backend.to_numpy(p._data)
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         pv = p
-    return _fill_random(self, rng.random(self._data.shape) < pv)
+    # On a device, a float32 draw (one word per element) serves every dtype but float64: this
+    # is dropout's mask.
+    work = np.float32 if on_device and self._dtype is not dt.float64 else np.float64
+    return _fill_random(self, rng.random(self._data.shape, dtype=work) < pv)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     return _fill_random(self, rng.exponential(1.0 / lambd, self._data.shape))
 
 
 def random_(self, from_=0, to=None, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     if to is None:
         from_, to = 0, from_ if from_ else 2 ** min(self._dtype.itemsize * 8 - 1, 53)
     return _fill_random(self, rng.integers(from_, to, self._data.shape))
 
 
 def geometric_(self, p, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     return _fill_random(self, rng.geometric(p, self._data.shape))
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     return _fill_random(self, rng.lognormal(mean, std, self._data.shape))
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    rng = numpy_generator(generator)
+    rng = sampler(generator, self._device)
     return _fill_random(self, median + sigma * rng.standard_cauchy(self._data.shape))
 
 
@@ -1099,12 +1169,13 @@ def binomial(count, prob, generator=None):
         raise RuntimeError(f"Found dtype {dtype_name(prob._dtype)} but expected "
                            f"{dtype_name(count._dtype)}")
     backend = count._backend
-    n = backend.to_numpy(count._data)
-    p = backend.to_numpy(prob._data)
-    n, p = np.broadcast_arrays(n, p)
-    rng = numpy_generator(generator)
+    rng = sampler(generator, count._device)
+    xp = draw_namespace(rng)
+    n, p = ((count._data, prob._data) if xp is not np
+            else (backend.to_numpy(count._data), backend.to_numpy(prob._data)))
+    n, p = xp.broadcast_arrays(n, p)
     # PyTorch draws nothing for a negative count and saturates probabilities outside [0, 1].
-    draws = rng.binomial(np.clip(n, 0, None).astype(np.int64), np.clip(p.astype(np.float64), 0, 1))
+    draws = rng.binomial(xp.clip(n, 0, None).astype(np.int64), xp.clip(p.astype(np.float64), 0, 1))
     return _wrap(backend.asarray(draws.astype(count._dtype.np)), count._dtype, count)
 
 

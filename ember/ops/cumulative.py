@@ -2,7 +2,8 @@
 gradients (``gradient``) and the trapezoid rule, strided windows (``unfold``, ``as_strided``) and
 distances between sets of vectors.
 
-Scans are one NumPy call each (``maximum.accumulate``, ``logaddexp.accumulate``); the others are
+Scans are one backend primitive each (``cumulative``: NumPy's ``maximum.accumulate``, a log-step
+scan on CuPy, which has ``accumulate`` only for add and multiply); the others are
 short compositions of Ember ops, so their gradients (and gradients of gradients) come from the
 ops they are built of.
 """
@@ -21,6 +22,7 @@ from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, wrap_
 from .reduce import return_types
 from .shape import make_view, cat
 from . import distance
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid", "trapezoid",
            "trapz", "gradient", "as_strided", "cdist", "pdist", "cosine_similarity",
@@ -51,14 +53,14 @@ class CumminBackward0(CummaxBackward0):
 
 def _cumulative_extremum(input, dim, is_min):
     d = wrap_dim(dim, input._data.ndim)
-    xp = input._backend.xp
+    backend = input._backend
+    xp = backend.xp
     data = input._data
     if data.ndim == 0:
         values = data.copy()
         indices = xp.zeros((), dtype=np.int64)
     else:
-        ufunc = xp.minimum if is_min else xp.maximum
-        values = ufunc.accumulate(data, axis=d) if data.size else data.copy()
+        values = backend.cumulative("minimum" if is_min else "maximum", data, d)
         # PyTorch's scan moves to every later element that ties the running extremum, and to
         # every NaN: the index is the last position j <= i where x[j] equals the value at j.
         hit = data == values
@@ -68,7 +70,7 @@ def _cumulative_extremum(input, dim, is_min):
         shape[d] = data.shape[d]
         positions = xp.arange(data.shape[d], dtype=np.int64).reshape(shape)
         marked = xp.where(hit, positions, 0)
-        indices = xp.maximum.accumulate(marked, axis=d) if data.size else marked
+        indices = backend.cumulative("maximum", marked, d)
     values_t = _wrap(values, input._dtype, input)
     indices_t = _wrap(indices.astype(np.int64, copy=False), dt.int64, input)
     if needs_grad(input):
@@ -121,15 +123,13 @@ def logcumsumexp(input, dim):
     if input._dtype._kind < 2:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{dtype_name(input._dtype)}'")
-    xp = input._backend.xp
     data = input._data
     low = input._dtype in (dt.float16, dt.bfloat16)
     work = data.astype(np.float32) if low else data
-    if data.ndim == 0 or data.size == 0:
+    if data.ndim == 0:
         out = work.copy()
     else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            out = xp.logaddexp.accumulate(work, axis=d)
+        out = input._backend.cumulative("logaddexp", work, d)
     res = _wrap(out.astype(data.dtype, copy=False), input._dtype, input)
     if needs_grad(input):
         record(LogcumsumexpBackward0, (input,), res, save=(input,), save_out=True, dim=d)
@@ -471,16 +471,26 @@ class AsStridedBackward0(Node):
         xp = grad._backend.xp
         out_pos = _positions(xp, self.out_geometry)
         in_pos = _positions(xp, self.in_geometry)
-        extent = builtins.max(int(out_pos.max()) + 1 if out_pos.size else 0,
-                              int(in_pos.max()) + 1 if in_pos.size else 0)
+        extent = builtins.max(_extent(self.out_geometry), _extent(self.in_geometry))
         buffer = grad.new_zeros((extent,)).index_add(
             0, _wrap(out_pos.reshape(-1), dt.int64, grad), grad.reshape(-1))
         flat_in = in_pos.reshape(-1)
         result = buffer.index_select(0, _wrap(flat_in, dt.int64, grad))
+        # Divided even where no position repeats (a count of 1 divides exactly): asking
+        # whether any repeats would cost a device a host sync.
         counts = xp.bincount(flat_in, minlength=extent)[flat_in] if flat_in.size else flat_in
-        if counts.size and int(counts.max()) > 1:
+        if counts.size:
             result = result / _wrap(counts.astype(grad._data.dtype), grad._dtype, grad)
         return result.reshape(self.in_geometry[0])
+
+
+def _extent(geometry):
+    """One past the last storage position a (shape, strides, offset) view reaches, from its
+    metadata (strides are never negative here), not from its positions on the device."""
+    shape, strides, offset = geometry
+    if 0 in tuple(shape):
+        return 0
+    return offset + builtins.sum((n - 1) * s for n, s in zip(shape, strides)) + 1
 
 
 def _positions(xp, geometry):
@@ -574,6 +584,8 @@ def _euclidean_by_matmul(x1, x2):
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if _autocast.active and _autocast.enabled_for(x1, "cdist"):
+        return _autocast.run(cdist, "cdist", x1, x2, p, compute_mode)
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.ndim < 2:

@@ -10,6 +10,7 @@ from ._dispatch import _wrap, CompositeBackward, record_composite, dtype_name
 from .elementwise import add_scalar, broadcast_error
 from .linalg import vector_norm
 from .shape import broadcast_shapes
+from ..amp import autocast_mode as _autocast
 
 __all__ = []
 
@@ -34,6 +35,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """PyTorch's composite, op for op: integer operands converted, both expanded to a common
     shape (unless already equal), each scaled to unit length before the dot product (which
     keeps the result within [-1, 1] in floating point)."""
+    if _autocast.active and _autocast.enabled_for(x1, "cosine_similarity"):
+        return _autocast.run(cosine_similarity, "cosine_similarity", x1, x2, dim, eps)
     common = dt.result_type(x1, x2)
     if common._kind != 2:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
@@ -68,6 +71,8 @@ class PdistBackward0(CompositeBackward):
 def pdist(input, p=2):
     """Distances between every pair of rows ``i < j`` of a 2-D input, in row-major order.
     In PyTorch ``nn.functional.pdist`` is ``torch.pdist``, so the checks are ``torch.pdist``'s."""
+    if _autocast.active and _autocast.enabled_for(input, "pdist"):
+        return _autocast.run(pdist, "pdist", input, p)
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if input._dtype._kind != 2:

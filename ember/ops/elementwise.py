@@ -16,8 +16,10 @@ from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
 from ._dispatch import check_same_device as _check_same_device
+from ._dispatch import numpy_keyword_renames, rename_keywords
 from .inplace import inplace as _inplace
 from ..autograd.grad_mode import _state as _grad_state, no_grad
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "divide", "multiply", "subtract",
            "floor_divide", "remainder", "fmod", "pow", "float_power", "square", "atan2", "arctan2",
@@ -466,9 +468,8 @@ def fmod(input, other):
 def _integer_power(xp, a, b):
     """``a ** b`` for integer arrays, where a negative exponent gives what C's integer division
     ``1 / a**-b`` gives (PyTorch's rule; NumPy refuses): 1 for a == 1, +-1 for a == -1, else 0."""
+    # No shortcut for "no negative exponent": learning that would cost a device a host sync.
     negative = xp.asarray(b < 0)
-    if not negative.any():
-        return xp.power(a, b)
     data = xp.power(a, xp.where(negative, 0, b))
     odd = xp.remainder(b, 2) != 0
     reciprocal = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
@@ -585,6 +586,8 @@ class Atan2Backward0(Node):
 
 
 def atan2(input, other):
+    if _autocast.active and _autocast.enabled_for(input, "atan2"):
+        return _autocast.run(atan2, "atan2", input, other)
     a, b, rt = binary_operands(input, other)
     rt2 = to_float_dtype(rt)
     res = _wrap(input._backend.xp.arctan2(cast(a, rt2), cast(b, rt2)), rt2, input)
@@ -1592,6 +1595,8 @@ def _pointwise_product(node, input, tensor1, tensor2, value, product):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "addcmul"):
+        return _autocast.run(addcmul, "addcmul", input, tensor1, tensor2, value=value, out=out)
     _check_same_device(input, tensor1, tensor2)
     rt = dt.promote_types(dt.promote_types(input._dtype, tensor1._dtype), tensor2._dtype)
     if rt is dt.bool:
@@ -1603,6 +1608,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "addcdiv"):
+        return _autocast.run(addcdiv, "addcdiv", input, tensor1, tensor2, value=value, out=out)
     _check_same_device(input, tensor1, tensor2)
     if tensor1._dtype._kind <= 1 and tensor2._dtype._kind <= 1:
         raise RuntimeError(
@@ -1651,12 +1658,52 @@ def _shape_of(x):
     return tuple(x._data.shape) if isinstance(x, Tensor) else ()
 
 
+def _cpu_scalars_moved(exc, args, kwargs):
+    """``(args, kwargs)`` with each 0-d CPU tensor copied to the one device the other tensors
+    are on, when ``exc`` is the device-mismatch error that mix raised; else None. torch's
+    element-wise ops take a 0-d CPU tensor beside device tensors as they take a number
+    (``x_cuda * torch.tensor(0.5)``); the copy is differentiable, so its gradient comes back
+    to the CPU."""
+    if not str(exc).startswith("Expected all tensors to be on the same device"):
+        return None
+    values = list(args) + list(kwargs.values())
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    scalars = [t for t in tensors if t._device.type == "cpu" and not t._data.ndim]
+    devices = {t._device for t in tensors if not any(t is s for s in scalars)}
+    if not scalars or len(devices) != 1:
+        return None
+    (target,) = devices
+    if target.type == "cpu":
+        return None
+
+    def move(v):
+        return v.to(target) if any(v is s for s in scalars) else v
+    return [move(a) for a in args], {k: move(v) for k, v in kwargs.items()}
+
+
 def _torch_broadcast_errors(fn):
     """NumPy reports operands that don't broadcast as a ValueError; PyTorch as a RuntimeError
-    naming the sizes. A try block costs nothing until it fires, so this stays off the hot path."""
+    naming the sizes. A try block costs nothing until it fires, so this stays off the hot path.
+    The same frame gives the binary ops torch's NumPy keyword names (``add(x1=a, x2=b)``)
+    and their CPU-scalar operands (``_cpu_scalars_moved``): only a call that fails is fixed
+    and made again, so the usual call pays nothing more (a frame of its own would cost ~15%
+    of a small op)."""
+    renames, position = numpy_keyword_renames(fn)
+
     def op(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except TypeError:
+            # Binding failed before ``fn`` ran (an alias is never one of its parameters).
+            if not kwargs or renames.keys().isdisjoint(kwargs):
+                raise
+            return op(*args, **rename_keywords(fn.__name__, renames, position, len(args),
+                                               kwargs))
+        except RuntimeError as exc:
+            moved = _cpu_scalars_moved(exc, args, kwargs)
+            if moved is None:
+                raise
+            return op(*moved[0], **moved[1])
         except ValueError as exc:
             if "broadcast" not in str(exc):
                 raise

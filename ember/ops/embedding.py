@@ -346,8 +346,10 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
                             per_sample_weights=per_sample_weights,
                             include_last_offset=include_last_offset, padding_idx=padding)
     index_dtype = indices.dtype
-    flat = indices._backend.to_numpy(indices._data).reshape(-1).astype(np.int64)
-    starts = offsets._backend.to_numpy(offsets._data).reshape(-1).astype(np.int64)
+    backend = weight._backend
+    xp = backend.xp
+    flat = indices._data.reshape(-1).astype(np.int64)
+    starts = offsets._data.reshape(-1).astype(np.int64)
     num_offsets = starts.shape[0]
     if include_last_offset:
         starts = starts[:-1]
@@ -356,23 +358,27 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     # the forward-only kernel torch runs when no argument requires grad
     tracked = weight.requires_grad or (per_sample_weights is not None
                                        and per_sample_weights.requires_grad)
-    unfilled = np.zeros(num_bags if tracked else num_offsets, dtype=np.int64)
+    unfilled = xp.zeros(num_bags if tracked else num_offsets, dtype=np.int64)
     # offset2bag as torch builds it: +1 at each bag's start, a running sum
-    marks = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(marks, starts, 1)
+    marks = xp.zeros(n + 1, dtype=np.int64)
+    backend.index_add(marks, (starts,), xp.ones(starts.shape, dtype=np.int64))
     marks[0] -= 1
-    bag_of = np.cumsum(marks)[:n]
-    valid = np.ones(n, dtype=bool) if padding is None else flat != padding
+    bag_of = xp.cumsum(marks)[:n]
+    valid = None if padding is None else flat != padding
 
     def result(array):
-        return _wrap_with(weight._backend.asarray(array.astype(index_dtype.np)), index_dtype,
-                          weight._device, weight._backend)
+        return _wrap_with(array.astype(index_dtype.np, copy=False), index_dtype, weight._device,
+                          backend)
 
     if mode == 0:
         fast = (weight.dtype in _FAST_DTYPES and weight.stride(1) == 1 and padding is None)
-        return (output, result(np.zeros(0, np.int64) if fast else bag_of), result(unfilled),
+        return (output, result(xp.zeros(0, np.int64) if fast else bag_of), result(unfilled),
                 result(unfilled))
-    bag_size = np.bincount(bag_of[valid], minlength=num_bags)[:num_bags]
+    # the positions per bag, padding excluded: a scatter-add rather than a bincount of the
+    # valid positions, whose size the host would have to learn first
+    bag_size = xp.zeros(num_bags, dtype=np.int64)
+    backend.index_add(bag_size, (bag_of,), xp.ones(n, dtype=np.int64) if valid is None
+                      else valid.astype(np.int64))
     if mode == 1:
         return output, result(bag_of), result(bag_size), result(bag_size)
     return output, result(bag_of), result(bag_size), result(
@@ -381,23 +387,27 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 
 def _max_rows(weight, flat, bag_of, valid, num_bags):
     """Per bag and column, the weight row holding the bag's maximum (its first occurrence, as
-    torch's kernel keeps the first); 0 for an empty bag."""
-    w = weight._backend.to_numpy(weight.detach()._data)
-    dim = w.shape[1]
-    rows, bags = flat[valid], bag_of[valid]
-    out = np.zeros((num_bags, dim), dtype=np.int64)
-    if rows.size == 0:
-        return out
-    values = w[rows]                                   # (positions, dim), in bag order
-    order = np.arange(rows.size)
-    bag_max = np.full((num_bags, dim), -np.inf)
-    np.maximum.at(bag_max, bags, values)
-    is_max = values == bag_max[bags]
-    first = np.full((num_bags, dim), rows.size)
-    np.minimum.at(first, bags, np.where(is_max, order[:, None], rows.size))
-    filled = first < rows.size
-    out[filled] = rows[first[filled]]
-    return out
+    torch's kernel keeps the first); 0 for an empty bag. Padding positions take part as -inf
+    and are never chosen, so no array's size depends on the data."""
+    backend = weight._backend
+    xp = backend.xp
+    n = flat.shape[0]
+    dim = weight.shape[1]
+    if n == 0:
+        return xp.zeros((num_bags, dim), dtype=np.int64)
+    values = weight.detach()._data[flat]               # (positions, dim), in bag order
+    if valid is not None:
+        values = xp.where(valid[:, None], values, -np.inf).astype(values.dtype, copy=False)
+    bag_max = xp.full((num_bags, dim), -np.inf, dtype=values.dtype)
+    backend.scatter_reduce(bag_max, (bag_of,), values, "amax")
+    is_max = values == bag_max[bag_of]
+    if valid is not None:
+        is_max &= valid[:, None]
+    first = xp.full((num_bags, dim), n, dtype=np.int64)
+    backend.scatter_reduce(first, (bag_of,),
+                           xp.where(is_max, xp.arange(n, dtype=np.int64)[:, None], n), "amin")
+    filled = first < n
+    return xp.where(filled, flat[xp.minimum(first, n - 1)], 0)
 
 
 def one_hot(tensor, num_classes=-1):

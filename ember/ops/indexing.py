@@ -19,6 +19,7 @@ from .reduce import _sort_result, _topk_result  # noqa: F401 (named tuples)
 from ..autograd.grad_mode import _state as _grad_state, no_grad
 from ._dispatch import check_same_device as _check_same_device
 from ._dispatch import CompositeBackward, record_composite
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["index_put", "index_put_", "gather", "scatter", "scatter_add", "index_select",
            "index_add", "masked_fill", "masked_select", "take_along_dim", "take", "nonzero",
@@ -738,6 +739,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
+    if _autocast.active and _autocast.enabled_for(input, "scatter_add"):
+        return _autocast.run(scatter_add, "scatter_add", input, dim, index, src)
     return _scatter(input, dim, index, src, True)
 
 
@@ -1061,6 +1064,8 @@ class IndexCopyBackward0(Node):
 
 
 def index_copy(input, dim, index, source):
+    if _autocast.active and _autocast.enabled_for(input, "index_copy"):
+        return _autocast.run(index_copy, "index_copy", input, dim, index, source)
     d, idx = _dim_index(input, dim, index, "index_copy_", RuntimeError(
         f"index_copy_(): Expected a long tensor for index, but got {dtype_name(index._dtype)}"),
         False)

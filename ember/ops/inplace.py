@@ -11,6 +11,7 @@ from .. import _dtype as dt
 from .._layout import strided as _STRIDED
 from ._dispatch import Tensor, Node, record, needs_grad, _wrap, dtype_name, device_mismatch
 from ..autograd.grad_mode import _state as _grad_state
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["fill_", "zero_"]
 METHODS = ["copy_", "fill_", "zero_"]
@@ -73,6 +74,9 @@ _SCALARS = (int, float)
 
 def inplace(self, fn, *args, **kwargs):
     """Run ``fn(self, *args, **kwargs)`` out of place and write the result into ``self``."""
+    if _autocast.active and _autocast.enabled_for(self, None):
+        # PyTorch's autocast lists no in-place op: ``x.index_copy_`` is not ``index_copy``'s
+        return _autocast.run_excluded(inplace, self, fn, *args, **kwargs)
     check_inplace(self)
     if _recording(self, args):
         result = fn(_snapshot(self), *args, **kwargs)

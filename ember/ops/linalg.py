@@ -41,6 +41,7 @@ from .matmul import matmul, vdot
 from .elementwise import _conj, where
 from .shape import cat
 from .reduce import norm as _p_norm, _quiet
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["inverse", "det", "logdet", "slogdet", "cholesky", "cholesky_solve",
            "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp",
@@ -324,12 +325,16 @@ def _inv(A, check_errors, name="linalg.inv"):
 
 
 def inv(A, *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_inv"):
+        return _autocast.run(inv, "linalg_inv", A, out=out)
     _check_matrix(A, "linalg.inv", low="message")
     return _finish_out(_inv(A, True)[0], out)
 
 
 @_fills_named_out(return_types.linalg_inv_ex_out)
 def inv_ex(A, *, check_errors=False, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_inv_ex"):
+        return _autocast.run(inv_ex, "linalg_inv_ex", A, check_errors=check_errors, out=out)
     _check_matrix(A, "linalg.inv", low="message")
     res, info = _inv(A, check_errors, "linalg.inv_ex")
     return _with_info(_inv_ex_result, res, info, A)
@@ -343,6 +348,8 @@ def _with_info(result_cls, res, info, like):
 
 
 def inverse(input, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "inverse"):
+        return _autocast.run(inverse, "inverse", input, out=out)
     return inv(input, out=out)
 
 
@@ -520,6 +527,8 @@ def _broadcast_batch(a_batch, b_batch):
 
 
 def solve(A, B, *, left=True, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_solve"):
+        return _autocast.run(solve, "linalg_solve", A, B, left=left, out=out)
     return _finish_out(_solve(A, B, left, True)[0], out)
 
 
@@ -627,6 +636,9 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """The deprecated ``torch.triangular_solve(b, A)``: solves op(A) X = b, op = transpose when
     asked, and returns a copy of A along."""
+    if _autocast.active and _autocast.enabled_for(input, "triangular_solve"):
+        return _autocast.run(triangular_solve, "triangular_solve", input, A, upper, transpose,
+                             unitriangular, out=out)
     if input._data.ndim >= 2 and A._data.ndim >= 2 and \
             input._data.shape[-2] != A._data.shape[-1]:
         raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
@@ -687,16 +699,23 @@ def _cholesky(A, upper, check_errors, name="linalg.cholesky"):
 
 
 def _linalg_cholesky(A, *, upper=False, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_cholesky"):
+        return _autocast.run(_linalg_cholesky, "linalg_cholesky", A, upper=upper, out=out)
     return _finish_out(_cholesky(A, upper, True)[0], out)
 
 
 @_fills_named_out(return_types.linalg_cholesky_ex_out)
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_cholesky_ex"):
+        return _autocast.run(cholesky_ex, "linalg_cholesky_ex", A, upper=upper,
+                             check_errors=check_errors, out=out)
     res, info = _cholesky(A, upper, check_errors, "linalg.cholesky_ex")
     return _with_info(_cholesky_ex_result, res, info, A)
 
 
 def cholesky(input, upper=False, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "cholesky"):
+        return _autocast.run(cholesky, "cholesky", input, upper, out=out)
     if input._dtype._kind < 2:  # the deprecated op has no integer kernel (linalg's checks dtype)
         raise NotImplementedError(f"\"cholesky_cpu\" not implemented for "
                                   f"'{dtype_name(input._dtype)}'")
@@ -730,6 +749,8 @@ class CholeskySolveBackward0(Node):
 
 
 def cholesky_solve(input, input2, upper=False, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "cholesky_solve"):
+        return _autocast.run(cholesky_solve, "cholesky_solve", input, input2, upper, out=out)
     B, L = input, input2
     _check_same_device(B, L)
     if B._data.ndim < 2:
@@ -765,6 +786,8 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 
 
 def cholesky_inverse(input, upper=False, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "cholesky_inverse"):
+        return _autocast.run(cholesky_inverse, "cholesky_inverse", input, upper, out=out)
     L = input
     if L._dtype._kind < 2 or L._dtype in _LOW:
         raise _kernel_error("cholesky_inverse_out_cpu", L._dtype)
@@ -1060,6 +1083,8 @@ def _linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    if _autocast.active and _autocast.enabled_for(b, "lu_solve"):
+        return _autocast.run(lu_solve, "lu_solve", b, LU_data, LU_pivots, out=out)
     return _finish_out(_lu_solve(LU_data, LU_pivots, b), out)
 
 
@@ -1160,11 +1185,15 @@ def _qr(A, mode, result_cls):
 
 @_fills_named_out(return_types.linalg_qr_out)
 def _linalg_qr(A, mode="reduced", *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_qr"):
+        return _autocast.run(_linalg_qr, "linalg_qr", A, mode, out=out)
     return _qr(A, mode, _qr_result)
 
 
 @_fills_named_out(return_types.qr_out)
 def qr(input, some=True, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "qr"):
+        return _autocast.run(qr, "qr", input, some, out=out)
     return _qr(input, "reduced" if some else "complete", _torch_qr_result)
 
 
@@ -1185,6 +1214,8 @@ def _check_lapack_dtype(name, d):
 
 
 def geqrf(input, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "geqrf"):
+        return _autocast.run(geqrf, "geqrf", input, out=out)
     if input._data.ndim < 2:
         raise RuntimeError("ember.geqrf: input must have at least 2 dimensions.")
     _check_lapack_dtype("geqrf", input._dtype)
@@ -1261,6 +1292,8 @@ def _check_householder(name, input, tau):
 
 def orgqr(input, tau):
     """The first n columns of Q = H_1 ... H_k from geqrf's output (linalg.householder_product)."""
+    if _autocast.active and _autocast.enabled_for(input, "orgqr"):
+        return _autocast.run(orgqr, "orgqr", input, tau)
     name = "ember.linalg.householder_product"
     if input._data.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
@@ -1288,6 +1321,8 @@ class OrmqrBackward0(CompositeBackward):
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "ormqr"):
+        return _autocast.run(ormqr, "ormqr", input, tau, other, left, transpose, out=out)
     name = "ember.ormqr"
     if input._data.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
@@ -1385,6 +1420,8 @@ def _svd(A, full_matrices, name="linalg.svd"):
 
 @_fills_named_out(return_types.linalg_svd_out)
 def _linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_svd"):
+        return _autocast.run(_linalg_svd, "linalg_svd", A, full_matrices, driver=driver, out=out)
     return _svd_result(*_svd(A, full_matrices))
 
 
@@ -1392,6 +1429,8 @@ def _linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 def svd(input, some=True, compute_uv=True, *, out=None):
     """``torch.svd``: returns V (not Vh); with ``compute_uv=False``, U and V are zero-filled
     full-size matrices and only S is differentiable."""
+    if _autocast.active and _autocast.enabled_for(input, "svd"):
+        return _autocast.run(svd, "svd", input, some, compute_uv, out=out)
     if not compute_uv:
         S = svdvals(input)
         xp = input._backend.xp
@@ -1405,6 +1444,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 
 def svdvals(A, *, driver=None, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_svdvals"):
+        return _autocast.run(svdvals, "linalg_svdvals", A, driver=driver, out=out)
     if needs_grad(A):  # the gradient U diag(gS) Vh needs the vectors: take them from svd
         return _finish_out(_svd(A, False, "linalg.svd")[1], out)
     _check_matrix(A, "linalg.svd", square=False, low="linalg_svd_cpu")
@@ -1471,10 +1512,14 @@ def _eigh(A, UPLO, name="linalg.eigh"):
 
 @_fills_named_out(return_types.linalg_eigh_out)
 def eigh(A, UPLO="L", *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_eigh"):
+        return _autocast.run(eigh, "linalg_eigh", A, UPLO, out=out)
     return _eigh_result(*_eigh(A, UPLO))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_eigvalsh"):
+        return _autocast.run(eigvalsh, "linalg_eigvalsh", A, UPLO, out=out)
     if needs_grad(A):
         return _finish_out(_eigh(A, UPLO)[0], out)
     _check_uplo(UPLO)
@@ -1531,10 +1576,14 @@ def _eig(A, name, vectors):
 
 @_fills_named_out(return_types.linalg_eig_out)
 def eig(A, *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_eig"):
+        return _autocast.run(eig, "linalg_eig", A, out=out)
     return _eig_result(*_eig(A, "linalg.eig", True))
 
 
 def eigvals(A, *, out=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_eigvals"):
+        return _autocast.run(eigvals, "linalg_eigvals", A, out=out)
     return _eig(A, "linalg.eigvals", False)[0]
 
 
@@ -1641,6 +1690,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
 
 
 def pinverse(input, rcond=1e-15):
+    if _autocast.active and _autocast.enabled_for(input, "pinverse"):
+        return _autocast.run(pinverse, "pinverse", input, rcond)
     return pinv(input, rtol=rcond)
 
 
@@ -1649,6 +1700,9 @@ def pinverse(input, rcond=1e-15):
 # ---------------------------------------------------------------------------------------------
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
+    if _autocast.active and _autocast.enabled_for(A, "linalg_matrix_rank"):
+        return _autocast.run(matrix_rank, "linalg_matrix_rank", A, atol=atol, rtol=rtol,
+                             hermitian=hermitian, out=out, tol=tol)
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.matrix_rank(): argument 'input' must be Tensor, not "
                         f"{type(A).__name__}")
@@ -1687,6 +1741,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     """Least squares through the SVD (the minimum-norm solution, which every LAPACK driver gives
     for full-rank input). Which of residuals, rank and singular values are filled follows the
     driver, as in PyTorch (default "gelsy")."""
+    if _autocast.active and _autocast.enabled_for(A, "linalg_lstsq"):
+        return _autocast.run(lstsq, "linalg_lstsq", A, B, rcond, driver=driver)
     name = "ember.linalg.lstsq"
     if driver is not None and driver not in _LSTSQ_DRIVERS:
         raise RuntimeError(f"{name}: parameter `driver` should be one of "
@@ -1852,6 +1908,8 @@ def _matrix_chain_order(dims):
 
 
 def multi_dot(tensors, *, out=None):
+    if _autocast.active and _autocast.enabled_for(tensors, "linalg_multi_dot"):
+        return _autocast.run(multi_dot, "linalg_multi_dot", tensors, out=out)
     tensors = list(tensors)
     count = len(tensors)
     if count < 2:
@@ -1897,12 +1955,16 @@ def multi_dot(tensors, *, out=None):
 
 
 def chain_matmul(*matrices, out=None):
+    if _autocast.active and _autocast.enabled_for(matrices, "chain_matmul"):
+        return _autocast.run(chain_matmul, "chain_matmul", *matrices, out=out)
     if len(matrices) == 1:
         return matrices[0].clone()
     return multi_dot(matrices, out=out)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
+    if _autocast.active and _autocast.enabled_for(x, "linalg_vecdot"):
+        return _autocast.run(vecdot, "linalg_vecdot", x, y, dim=dim, out=out)
     _check_same_device(x, y)
     if x._dtype is not y._dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
@@ -1962,6 +2024,8 @@ def _linalg_cross(input, other, *, dim=-1, out=None):
 def cross(input, other, dim=None, *, out=None):
     """``torch.cross``: without ``dim``, the first dimension of size 3 (deprecated in PyTorch,
     kept for compatibility)."""
+    if _autocast.active and _autocast.enabled_for(input, "cross"):
+        return _autocast.run(cross, "cross", input, other, dim, out=out)
     if dim is None:
         shape = _broadcast_batch(input._data.shape, other._data.shape) \
             if input._data.ndim == other._data.ndim else input._data.shape
@@ -2127,6 +2191,8 @@ def _linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 # ---------------------------------------------------------------------------------------------
 
 def dist(input, other, p=2):
+    if _autocast.active and _autocast.enabled_for(input, "dist"):
+        return _autocast.run(dist, "dist", input, other, p)
     _check_same_device(input, other)
     diff = input - other
     if diff._dtype._kind < 2:
@@ -2145,6 +2211,8 @@ class RenormBackward0(CompositeBackward):
 
 
 def renorm(input, p, dim, maxnorm):
+    if _autocast.active and _autocast.enabled_for(input, "renorm"):
+        return _autocast.run(renorm, "renorm", input, p, dim, maxnorm)
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if input._dtype._kind < 2:
@@ -2169,6 +2237,8 @@ def renorm(input, p, dim, maxnorm):
 
 
 def trace(input):
+    if _autocast.active and _autocast.enabled_for(input, "trace"):
+        return _autocast.run(trace, "trace", input)
     if input._dtype is dt.bool:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:

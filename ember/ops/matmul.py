@@ -10,6 +10,7 @@ from ._dispatch import check_same_device as _check_same_device
 from .elementwise import _conj, _scaled, fill, logical_and, logical_or
 from .._layout import strided as _STRIDED
 from .shape import transposed_gradient, unsafe_view, SqueezeBackward4
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv",
            "baddbmm", "addbmm", "tensordot", "einsum", "kron", "addr"]
@@ -153,6 +154,8 @@ def matmul(input, other, *, out=None):
     (``_matmul_impl``). Without a graph to record, a product of other ranks is one backend
     call; with one, it is the composite's own chain of views and kernels, so the graph is
     PyTorch's."""
+    if _autocast.active and _autocast.enabled_for(input, "matmul"):
+        return _autocast.run(matmul, "matmul", input, other, out=out)
     _check_operands(input, other, "matmul")
     if input._layout is not _STRIDED or other._layout is not _STRIDED:
         return _sparse_product(input, other, "matmul", out)
@@ -286,6 +289,8 @@ def _shape_error(a_shape, b_shape):
 
 
 def mm(input, mat2, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "mm"):
+        return _autocast.run(mm, "mm", input, mat2, out=out)
     if input._layout is not _STRIDED or getattr(mat2, "_layout", _STRIDED) is not _STRIDED:
         return _sparse_product(input, mat2, "mm", out)
     _check_mm_args(input, mat2)
@@ -303,6 +308,8 @@ def _check_mm_args(input, mat2):
 
 
 def bmm(input, mat2, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "bmm"):
+        return _autocast.run(bmm, "bmm", input, mat2, out=out)
     _check_bmm_args(input, mat2)
     return _into_out(_product(input, mat2, BmmBackward0), out)
 
@@ -320,6 +327,8 @@ def _check_bmm_args(input, mat2):
 
 
 def mv(input, vec, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "mv"):
+        return _autocast.run(mv, "mv", input, vec, out=out)
     _check_operands(input, vec, "mv", "vec")
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -331,6 +340,8 @@ def mv(input, vec, *, out=None):
 
 
 def dot(input, other, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "dot"):
+        return _autocast.run(dot, "dot", input, other, out=out)
     _check_operands(input, other, "dot", "tensor")
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -343,6 +354,8 @@ def dot(input, other, *, out=None):
 
 def vdot(input, other, *, out=None):
     """``dot`` with ``input`` conjugated first."""
+    if _autocast.active and _autocast.enabled_for(input, "vdot"):
+        return _autocast.run(vdot, "vdot", input, other, out=out)
     res = record_composite(VdotBackward0, (input, other), lambda a, b: dot(_conj(a), b))
     if out is None:
         return res
@@ -398,6 +411,8 @@ class BaddbmmBackward0(AddmmBackward0):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "addmm"):
+        return _autocast.run(addmm, "addmm", input, mat1, mat2, beta=beta, alpha=alpha, out=out)
     if mat1._layout is not _STRIDED:
         if out is not None:
             raise NotImplementedError("addmm: out= with a sparse operand is not supported")
@@ -409,6 +424,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "baddbmm"):
+        return _autocast.run(baddbmm, "baddbmm", input, batch1, batch2, beta=beta, alpha=alpha,
+                             out=out)
     _check_add_product(input, batch1, batch2)
     low = min(batch1.ndim, batch2.ndim)
     if low < 3:
@@ -474,10 +492,14 @@ def _check_expandable(shape, target):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    if _autocast.active and _autocast.enabled_for(input, "addmv"):
+        return _autocast.run(addmv, "addmv", input, mat, vec, beta=beta, alpha=alpha)
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    if _autocast.active and _autocast.enabled_for(input, "addbmm"):
+        return _autocast.run(addbmm, "addbmm", input, batch1, batch2, beta=beta, alpha=alpha)
     product = bmm(batch1, batch2)
     return _scaled_sum(input, product.sum(0, dtype=product.dtype), beta, alpha)
 
@@ -497,6 +519,8 @@ def _scaled_sum(input, prod, beta, alpha):
 # ---------------------------------------------------------------------------------------------
 
 def tensordot(a, b, dims=2, out=None):
+    if _autocast.active and _autocast.enabled_for(a, "tensordot"):
+        return _autocast.run(tensordot, "tensordot", a, b, dims, out)
     if isinstance(dims, Tensor):
         dims = dims.tolist() if dims.ndim else int(dims.item())
     if isinstance(dims, int):
@@ -542,6 +566,8 @@ def einsum(equation, *operands):
     to one common order (output labels, then contracted ones); operands are then contracted
     left to right by ``_sum_product`` (a ``bmm`` between permutes and views), each label
     summed as soon as no later operand has it."""
+    if _autocast.active and _autocast.enabled_for(operands, "einsum"):
+        return _autocast.run(einsum, "einsum", equation, *operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, rhs = _parse_einsum(equation, operands)
@@ -722,7 +748,8 @@ def _sum_product(left, right, sum_dims):
     left = left.permute(out_order).reshape(n_both, _prod(l_shape[d] for d in left_only), sum_size)
     right = right.permute(both + sum_dims + right_only + left_only).reshape(
         n_both, sum_size, _prod(r_shape[d] for d in right_only))
-    return _product(left, right, BmmBackward0).view(out_size).permute(inverse)
+    # bmm itself, not its kernel: under autocast this product is the op ATen's einsum reaches
+    return bmm(left, right).view(out_size).permute(inverse)
 
 
 def _prod(xs):
@@ -755,6 +782,8 @@ def kron(input, other):
 # ---------------------------------------------------------------------------------------------
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "addr"):
+        return _autocast.run(addr, "addr", input, vec1, vec2, beta=beta, alpha=alpha, out=out)
     _check_same_device(input, vec1, vec2)
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v._data.ndim != 1:

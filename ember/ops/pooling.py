@@ -99,9 +99,13 @@ def _window_max(input, windows, kernel, flat_index, node, disjoint=False, unbatc
     output) rather than reducing a copied ``(..., K)`` array along its short last axis, which
     NumPy does slowly."""
     xp = input._backend.xp
-    best, best_at = _argmax_offsets(xp, windows, kernel, track_nan=False)
-    if input._dtype._kind >= 2 and xp.isnan(best).any():
-        # a NaN wins and stays (the last one, as in PyTorch's kernels): a rarer, slower pass
+    floating = input._dtype._kind >= 2
+    # A NaN wins and stays (the last one, as in PyTorch's kernels). On the host that takes a
+    # rarer, slower second pass only where a NaN won; a device would have to sync to learn
+    # that, so there the one pass tracks NaNs from the start.
+    on_device = floating and input._device.type != "cpu"
+    best, best_at = _argmax_offsets(xp, windows, kernel, track_nan=on_device)
+    if floating and not on_device and xp.isnan(best).any():
         best, best_at = _argmax_offsets(xp, windows, kernel, track_nan=True)
     indices = xp.asarray(flat_index(best_at), dtype=xp.int64)
     if unbatched:
@@ -126,10 +130,10 @@ def max_pool_nd(input, kernel, stride, pads, dilation, out_shape):
     padded = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads),
                     constant_values=_lowest(xp, input._dtype)) if any(map(any, pads)) else data
     strides = padded.strides
-    view = xp.lib.stride_tricks.as_strided(
-        padded, shape=padded.shape[:2] + tuple(out_shape) + tuple(kernel),
-        strides=strides[:2] + tuple(s * st for s, st in zip(strides[2:], stride))
-        + tuple(s * d for s, d in zip(strides[2:], dilation)), writeable=False)
+    view = input._backend.sliding_view(
+        padded, padded.shape[:2] + tuple(out_shape) + tuple(kernel),
+        strides[:2] + tuple(s * st for s, st in zip(strides[2:], stride))
+        + tuple(s * d for s, d in zip(strides[2:], dilation)))
     weights = _row_major_weights(data.shape[2:])
     nd = len(kernel)
     # a window's flat index separates: where the window starts, plus the offset inside it

@@ -17,6 +17,7 @@ from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, w
                         wrap_dim, dtype_name, device_mismatch)
 from ..autograd.grad_mode import no_grad
 from .. import return_types
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any",
@@ -230,6 +231,8 @@ class ProdBackward0(ProdBackward1):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if _autocast.active and _autocast.enabled_for(input, "prod"):
+        return _autocast.run(prod, "prod", input, dim, keepdim, dtype=dtype)
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     axes = _axes(input, dim)
@@ -612,6 +615,8 @@ class LogsumexpBackward0(Node):
 
 
 def logsumexp(input, dim, keepdim=False):
+    if _autocast.active and _autocast.enabled_for(input, "logsumexp"):
+        return _autocast.run(logsumexp, "logsumexp", input, dim, keepdim)
     axes = _axes(input, dim)
     if input._dtype._kind < 2:
         input = input.to(dt.get_default_dtype())
@@ -772,6 +777,8 @@ def _scan(input, dim, dtype, fn, node_cls, save):
 
 
 def cumsum(input, dim, *, dtype=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "cumsum"):
+        return _autocast.run(cumsum, "cumsum", input, dim, dtype=dtype)
     return _scan(input, dim, dtype, input._backend.xp.cumsum, CumsumBackward0, False)
 
 
@@ -799,6 +806,8 @@ class CumprodBackward0(Node):
 
 
 def cumprod(input, dim, *, dtype=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "cumprod"):
+        return _autocast.run(cumprod, "cumprod", input, dim, dtype=dtype)
     return _scan(input, dim, dtype, input._backend.xp.cumprod, CumprodBackward0, True)
 
 
@@ -857,10 +866,14 @@ def _legacy_softmax_dim(nd):
 
 
 def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "softmax"):
+        return _autocast.run(softmax, "softmax", input, dim, dtype, _stacklevel=_stacklevel)
     return _softmax_common(input, dim, dtype, False)
 
 
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "log_softmax"):
+        return _autocast.run(log_softmax, "log_softmax", input, dim, dtype, _stacklevel=_stacklevel)
     return _softmax_common(input, dim, dtype, True)
 
 

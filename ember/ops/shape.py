@@ -18,6 +18,7 @@ from ..autograd.grad_mode import _state as _grad_state, no_grad
 from ..autograd.graph import _type_name
 from .._tensor import _contiguous_strides
 from .inplace import check_inplace as _check_inplace
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
            "swapaxes", "swapdims", "t", "movedim", "moveaxis", "broadcast_to", "broadcast_shapes",
@@ -867,6 +868,8 @@ def cat(tensors, dim=0, *, out=None):
     >>> ember.cat([ember.zeros(1, 2), ember.ones(2, 2)]).shape
     ember.Size([3, 2])
     """
+    if _autocast.active and _autocast.enabled_for(tensors, "cat"):
+        return _autocast.run(cat, "cat", tensors, dim, out=out)
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("ember.cat(): expected a non-empty list of Tensors")
@@ -913,6 +916,8 @@ def stack(tensors, dim=0, *, out=None):
     tensor([[1, 3],
             [2, 4]])
     """
+    if _autocast.active and _autocast.enabled_for(tensors, "stack"):
+        return _autocast.run(stack, "stack", tensors, dim, out=out)
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

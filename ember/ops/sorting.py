@@ -25,6 +25,7 @@ from .elementwise import lerp
 from .indexing import gather, masked_fill, sort
 from .shape import broadcast_tensors, unsqueeze, transpose, view, flatten
 from .. import return_types
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "unique",
            "unique_consecutive", "searchsorted", "bucketize", "histc", "histogram", "histogramdd",
@@ -87,8 +88,8 @@ class NanmedianBackward0(MedianBackward0):
 
 
 def _select(input, dim, keepdim, name, pick, node_cls, result_cls):
-    """Values and indices along ``dim`` at the positions ``pick(xp, data, axis)`` returns (an
-    index array with the axis kept, length 1)."""
+    """Values and indices along ``dim`` at the positions ``pick(backend, data, axis)`` returns
+    (an index array with the axis kept, length 1)."""
     data = input._data
     nd = data.ndim
     d = wrap_dim(dim, nd)
@@ -99,7 +100,7 @@ def _select(input, dim, keepdim, name, pick, node_cls, result_cls):
     else:
         if data.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-        idx = pick(xp, data, d).astype("int64", copy=False)
+        idx = pick(input._backend, data, d).astype("int64", copy=False)
         vals = xp.take_along_axis(data, idx, axis=d)
         if not keepdim:
             idx = idx.squeeze(d)
@@ -124,7 +125,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if input._dtype is dt.bool and data.ndim:  # PyTorch checks the shape first
         raise _not_implemented("kthvalue_cpu", input._dtype)
 
-    def pick(xp, arr, axis):
+    def pick(backend, arr, axis):
+        xp = backend.xp
         order = xp.argpartition(arr, k - 1, axis=axis)
         return xp.take(order, [k - 1], axis=axis)
     return _select(input, d, keepdim, "kthvalue", pick, KthvalueBackward0, return_types.kthvalue)
@@ -176,8 +178,8 @@ def _median(input, dim, keepdim, ignore_nan):
     if dim is None:
         return _median_all(input, ignore_nan)
 
-    def pick(xp, arr, axis):
-        return _median_position(xp, arr, axis, ignore_nan)
+    def pick(backend, arr, axis):
+        return _median_position(backend.xp, arr, axis, ignore_nan)
     node = NanmedianBackward1 if ignore_nan else MedianBackward1
     result = return_types.nanmedian if ignore_nan else return_types.median
     return _select(input, dim, keepdim, name, pick, node, result)
@@ -191,8 +193,9 @@ def nanmedian(input, dim=None, keepdim=False):
     return _median(input, dim, keepdim, True)
 
 
-def _mode_position(xp, arr, axis):
+def _mode_position(backend, arr, axis):
     """Positions of the smallest most frequent value along ``axis`` (its last occurrence)."""
+    xp = backend.xp
     moved = xp.moveaxis(arr, axis, -1)
     n = moved.shape[-1]
     order = xp.argsort(moved, axis=-1, kind="stable")
@@ -200,7 +203,7 @@ def _mode_position(xp, arr, axis):
     positions = xp.arange(n)
     starts = xp.ones(ordered.shape, dtype=bool)
     starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
-    run_start = xp.maximum.accumulate(xp.where(starts, positions, 0), axis=-1)
+    run_start = backend.cumulative("maximum", xp.where(starts, positions, 0), -1)
     run_length = positions - run_start + 1
     # The first position reaching the longest run ends the smallest value with that count; the
     # stable sort put that value's last occurrence there.
@@ -304,10 +307,16 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    if _autocast.active and _autocast.enabled_for(input, "quantile"):
+        return _autocast.run(quantile, "quantile", input, q, dim, keepdim,
+                             interpolation=interpolation)
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    if _autocast.active and _autocast.enabled_for(input, "nanquantile"):
+        return _autocast.run(nanquantile, "nanquantile", input, q, dim, keepdim,
+                             interpolation=interpolation)
     return _quantile(input, q, dim, keepdim, interpolation, True)
 
 

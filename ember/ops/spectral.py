@@ -35,6 +35,7 @@ from . import creation as _creation
 from .shape import roll, narrow
 from .conv import constant_pad_nd
 from .complex import conj, conj_physical
+from ..amp import autocast_mode as _autocast
 
 # Top-level: the windows and the short-time transforms; the ember.fft namespace
 # (ember/fft.py) exports the transforms.
@@ -331,6 +332,8 @@ def _c2r(fn, input, dims, sizes, norm, forward):
 
 
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_fft"):
+        return _autocast.run(fft, "fft_fft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_fft", input, n, dim)
     if input._dtype._kind == 3:
         return _out(_c2c(input, [d], [n], norm, True), out)
@@ -338,6 +341,8 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_ifft"):
+        return _autocast.run(ifft, "fft_ifft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_ifft", input, n, dim)
     if input._dtype._kind == 3:
         return _out(_c2c(input, [d], [n], norm, False), out)
@@ -345,22 +350,30 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_rfft"):
+        return _autocast.run(rfft, "fft_rfft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_rfft", input, n, dim)
     return _out(_r2c("rfft", input, [d], [n], norm, True, True), out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_irfft"):
+        return _autocast.run(irfft, "fft_irfft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_irfft", input, n, dim)
     return _out(_c2r("irfft", input, [d], [n], norm, False), out)
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The transform of a Hermitian-symmetric signal given by its first half: real output."""
+    if _autocast.active and _autocast.enabled_for(input, "fft_hfft"):
+        return _autocast.run(hfft, "fft_hfft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_hfft", input, n, dim)
     return _out(_c2r("hfft", input, [d], [n], norm, True), out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_ihfft"):
+        return _autocast.run(ihfft, "fft_ihfft", input, n, dim, norm, out=out)
     d, n = _one_dim("fft_ihfft", input, n, dim)
     return _out(_r2c("ihfft", input, [d], [n], norm, False, True), out)
 
@@ -395,32 +408,46 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_fft2"):
+        return _autocast.run(fft2, "fft_fft2", input, s, dim, norm, out=out)
     return fftn(input, s, dim, norm, out=out)
 
 
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_ifft2"):
+        return _autocast.run(ifft2, "fft_ifft2", input, s, dim, norm, out=out)
     return ifftn(input, s, dim, norm, out=out)
 
 
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_rfft2"):
+        return _autocast.run(rfft2, "fft_rfft2", input, s, dim, norm, out=out)
     return rfftn(input, s, dim, norm, out=out)
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_irfft2"):
+        return _autocast.run(irfft2, "fft_irfft2", input, s, dim, norm, out=out)
     return irfftn(input, s, dim, norm, out=out)
 
 
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_fftn"):
+        return _autocast.run(fftn, "fft_fftn", input, s, dim, norm, out=out)
     dims, sizes = _n_dims("fft_fftn", input, s, dim)
     return _out(_c2c(input, dims, sizes, norm, True), out)
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_ifftn"):
+        return _autocast.run(ifftn, "fft_ifftn", input, s, dim, norm, out=out)
     dims, sizes = _n_dims("fft_ifftn", input, s, dim)
     return _out(_c2c(input, dims, sizes, norm, False), out)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_rfftn"):
+        return _autocast.run(rfftn, "fft_rfftn", input, s, dim, norm, out=out)
     dims, sizes = _n_dims("fft_rfftn", input, s, dim)
     _fft_dtype(input, False, "rfftn")
     if not dims:
@@ -429,6 +456,8 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    if _autocast.active and _autocast.enabled_for(input, "fft_irfftn"):
+        return _autocast.run(irfftn, "fft_irfftn", input, s, dim, norm, out=out)
     dims, sizes = _n_dims("fft_irfftn", input, s, dim)
     return _out(_c2r("irfftn", input, dims, sizes, norm, False), out)
 
@@ -564,6 +593,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     multiplied by ``window`` and transformed, recorded as PyTorch records it (the centring pad
     between two views, the frames as one ``as_strided`` view, one FFT kernel over the last dim,
     transposed in place)."""
+    if _autocast.active and _autocast.enabled_for(input, "stft"):
+        return _autocast.run(stft, "stft", input, n_fft, hop_length, win_length, window, center,
+                             pad_mode, normalized, onesided, return_complex, align_to_window)
     from .. import ops
     if center and input._dtype is dt.bool and pad_mode in ("reflect", "replicate"):
         # PyTorch pads the signal before any other check, and has no bool kernel for that

@@ -2,8 +2,10 @@
 
 A checkpointed function keeps none of its intermediate activations after its forward; the
 backward runs it again (with the random state of the original forward restored, so dropout
-draws the same masks) and differentiates through what it recomputed. Memory falls from all of
-the function's activations to its inputs and outputs, for one more forward per backward.
+draws the same masks: the CPU generator's, and, as PyTorch's ``get_device_states``, the default
+generators of the devices the tensor arguments live on) and differentiates through what it
+recomputed. Memory falls from all of the function's activations to its inputs and outputs,
+for one more forward per backward.
 
 Two variants, as in PyTorch:
 
@@ -42,7 +44,8 @@ import sys
 import warnings
 import weakref
 
-from .._random import get_rng_state, set_rng_state
+from .._random import (get_rng_state, set_rng_state, draws_on_device,
+                       device_default_generator)
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd import graph as _graph
@@ -121,19 +124,49 @@ def check_backward_validity(inputs):
                       stacklevel=2)
 
 
+def _rng_snapshot(args):
+    """The CPU generator's state, and the (generator, state) of the default generator of each
+    device the tensors in ``args`` (nested in lists, tuples and dicts too) live on, where that
+    device draws on the device: what PyTorch saves for the recomputation."""
+    devices = {}
+
+    def visit(arg):
+        if isinstance(arg, Tensor):
+            device = arg.device
+            if device.type != "cpu" and draws_on_device(device):
+                devices[device.type, device.index] = device
+        elif isinstance(arg, (list, tuple)):
+            for item in arg:
+                visit(item)
+        elif isinstance(arg, dict):
+            for item in arg.values():
+                visit(item)
+
+    visit(args)
+    generators = [device_default_generator(d) for d in devices.values()]
+    return get_rng_state(), [(g, g.get_state()) for g in generators]
+
+
+def _restore(snapshot):
+    cpu_state, device_states = snapshot
+    set_rng_state(cpu_state)
+    for generator, state in device_states:
+        generator.set_state(state)
+
+
 @contextlib.contextmanager
-def _forked_rng(state):
-    """Replay from ``state`` (None: don't touch the generator), restoring the caller's
-    stream afterwards so that recomputing draws nothing from it."""
-    if state is None:
+def _forked_rng(snapshot):
+    """Replay from ``snapshot`` (None: don't touch the generators), restoring the caller's
+    streams afterwards so that recomputing draws nothing from them."""
+    if snapshot is None:
         yield
         return
-    outer = get_rng_state()
-    set_rng_state(state)
+    outer = (get_rng_state(), [(g, g.get_state()) for g, _ in snapshot[1]])
+    _restore(snapshot)
     try:
         yield
     finally:
-        set_rng_state(outer)
+        _restore(outer)
 
 
 # ---- use_reentrant=True ------------------------------------------------------------------
@@ -160,7 +193,7 @@ class CheckpointFunction(Function):
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
         if preserve_rng_state:
-            ctx.fwd_cpu_state = get_rng_state()
+            ctx.fwd_cpu_state, ctx.fwd_device_states = _rng_snapshot(args)
         # Non-tensor arguments stay on ctx; tensors are saved (version-checked) in their place.
         ctx.inputs = [None if isinstance(arg, Tensor) else arg for arg in args]
         ctx.tensor_indices = [i for i, arg in enumerate(args) if isinstance(arg, Tensor)]
@@ -184,7 +217,9 @@ class CheckpointFunction(Function):
         inputs = list(ctx.inputs)
         for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = tensor
-        with _forked_rng(ctx.fwd_cpu_state if ctx.preserve_rng_state else None):
+        snapshot = ((ctx.fwd_cpu_state, ctx.fwd_device_states) if ctx.preserve_rng_state
+                    else None)
+        with _forked_rng(snapshot):
             detached_inputs = detach_variable(tuple(inputs))
             with grad_mode.enable_grad():
                 outputs = ctx.run_function(*detached_inputs)
@@ -394,7 +429,8 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, dete
     if not grad_mode.is_grad_enabled():
         return function(*args, **kwargs)
     frame = _CheckpointFrame(function, args, kwargs,
-                             get_rng_state() if preserve_rng_state else None, recompute_context,
+                             _rng_snapshot(args) if preserve_rng_state else None,
+                             recompute_context,
                              _allowed_determinism_checks_to_fns[determinism_check], debug)
     completed = False
     with forward_context:

@@ -93,8 +93,13 @@ def export(tensor, stream=None, max_version=None, dl_device=None, copy=None):
 
 def export_device(tensor):
     """``Tensor.__dlpack_device__``."""
-    if tensor.device.type == "cuda":
-        return DLDeviceType.kDLCUDA, tensor.device.index or 0
+    # The backend names its DLPack device type (kDLCUDA for CuPy, also on the conformance
+    # device, which stands in for it); a backend that does not know asks its arrays.
+    device_type = tensor._backend.dlpack_device_type
+    if device_type == DLDeviceType.kDLCPU:
+        return DLDeviceType.kDLCPU, 0
+    if device_type is not None:
+        return DLDeviceType(device_type), tensor.device.index or 0
     if isinstance(tensor._data, np.ndarray):
         return DLDeviceType.kDLCPU, 0
     device_type, index = tensor._data.__dlpack_device__()

@@ -4,7 +4,10 @@
 
 ``--framework torch`` runs the program as it is. ``--framework ember`` runs the same file with
 ``tests/compat/ember_as_torch`` first on ``PYTHONPATH``: there, ``import torch`` (and every
-``torch.X.Y``) resolves to Ember (see that package's docstring). The program is a child
+``torch.X.Y``) resolves to Ember (see that package's docstring). ``--device cupyconf`` (with
+``--framework ember``) makes the CuPy conformance device the program's accelerator, so a
+program choosing its device through ``torch.accelerator`` runs there (a conformance device,
+not a GPU); torch's own run stays on its CPU either way. The program is a child
 process in its own session, so a timeout ends it together with any processes it started.
 """
 import argparse
@@ -21,11 +24,16 @@ REPO_ROOT = COMPAT_DIR.parent.parent
 FRAMEWORKS = ("torch", "ember")
 
 
-def program_env(framework):
-    """The environment a program runs in under ``framework``."""
+def program_env(framework, device=None):
+    """The environment a program runs in under ``framework``; ``device`` ("cupyconf") is the
+    accelerator Ember's run gets (default: the ``EMBER_COMPAT_DEVICE`` already set, if any)."""
     if framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {FRAMEWORKS}, got {framework!r}")
     env = dict(os.environ)
+    if device is not None:
+        env["EMBER_COMPAT_DEVICE"] = device
+    if framework == "torch":
+        env.pop("EMBER_COMPAT_DEVICE", None)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     paths = [p for p in paths if Path(p).resolve() != SHIM_DIR]
     if framework == "ember":
@@ -38,7 +46,7 @@ def program_env(framework):
     return env
 
 
-def run_program(program, framework, args=(), timeout=60.0, cwd=None):
+def run_program(program, framework, args=(), timeout=60.0, cwd=None, device=None):
     """Run ``program`` (a path, or a file name in ``programs/``) to completion, in the
     working directory ``cwd`` (where files it names relatively land; default: this one).
 
@@ -51,7 +59,7 @@ def run_program(program, framework, args=(), timeout=60.0, cwd=None):
         path = PROGRAMS_DIR / program
     path = path.resolve()
     command = [sys.executable, str(path), *map(str, args)]
-    process = subprocess.Popen(command, env=program_env(framework), cwd=cwd,
+    process = subprocess.Popen(command, env=program_env(framework, device), cwd=cwd,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
@@ -80,11 +88,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", choices=FRAMEWORKS, required=True)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--device", choices=("cpu", "cupyconf"), default=None,
+                        help="the accelerator of Ember's run (cupyconf: the CuPy conformance "
+                             "device, not a GPU)")
     parser.add_argument("program")
     parser.add_argument("program_args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
     result = run_program(options.program, options.framework, options.program_args,
-                         timeout=options.timeout)
+                         timeout=options.timeout, device=options.device)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     return result.returncode

@@ -5,6 +5,11 @@ frameworks (torch's initial ``state_dict`` is loaded by Ember; Ember's final one
 
 The two runs of a program are sequential (Ember's starts from torch's checkpoint), but two
 programs run side by side (see ``ProgramRuns``), so the set takes about half its runs' time.
+
+``EMBER_COMPAT_DEVICE=cupyconf`` runs Ember's side on the CuPy conformance device, which the
+programs find as their accelerator (``torch.accelerator``), against torch on its CPU: the real
+CUDA backend over a NumPy-backed stand-in for CuPy 14.2, a conformance device, not a GPU.
+Ember's checkpoints then record "cupyconf:0", so torch reads them with ``map_location="cpu"``.
 """
 import json
 import os
@@ -21,6 +26,7 @@ import torch
 from run_program import PROGRAMS_DIR, SHIM_DIR, program_env, run_program
 
 PROGRAMS = sorted(path.stem for path in PROGRAMS_DIR.glob("*.py"))
+EMBER_DEVICE = os.environ.get("EMBER_COMPAT_DEVICE") or None
 TIMEOUT_S = 120
 PARALLEL_PROGRAMS = 2
 
@@ -58,7 +64,8 @@ def run_both(program, directory):
     if outcome["torch"].returncode == 0:
         outcome["ember"] = run_program(program + ".py", "ember", [
             "--load-init", paths["init.pt"], "--log", paths["ember.json"],
-            "--save-model", paths["ember_final.pt"]], timeout=TIMEOUT_S, cwd=directory / "ember")
+            "--save-model", paths["ember_final.pt"]], timeout=TIMEOUT_S, cwd=directory / "ember",
+            device=EMBER_DEVICE)
     return outcome
 
 
@@ -165,7 +172,8 @@ def test_program_matches_torch(program, program_runs):
 
     # Ember's checkpoint loads in torch (weights-only, as torch.load defaults to) and holds
     # the same tensors, of the same dtypes and shapes, as torch's own final checkpoint.
-    assert_same_checkpoint(program, torch.load(paths["ember_final.pt"], weights_only=True),
+    assert_same_checkpoint(program, torch.load(paths["ember_final.pt"], weights_only=True,
+                                               map_location="cpu"),
                            torch.load(paths["torch_final.pt"], weights_only=True), "final")
 
     # So do the files the program writes itself (general checkpoints with optimizer and
@@ -179,14 +187,35 @@ def test_program_matches_torch(program, program_runs):
         if (program, name) in WHOLE_MODULE_PICKLES:
             continue
         weights_only = (program, name) not in NUMPY_PICKLES
-        assert_same_checkpoint(program, torch.load(ember_dir / name, weights_only=weights_only),
+        assert_same_checkpoint(program, torch.load(ember_dir / name, weights_only=weights_only,
+                                                   map_location="cpu"),
                                torch.load(torch_dir / name, weights_only=weights_only), name)
 
 
-def run_python(framework, source, timeout=60):
+def run_python(framework, source, timeout=60, device=None):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(source)],
-                          env=program_env(framework), capture_output=True, text=True,
+                          env=program_env(framework, device), capture_output=True, text=True,
                           timeout=timeout)
+
+
+def test_compat_device_switch_makes_the_conformance_device_the_accelerator():
+    # What the programs do to pick a device, under the switch: the conformance device (not a
+    # GPU) is the accelerator, in the program's process and in the processes it starts.
+    result = run_python("ember", """
+        import subprocess, sys
+        import torch
+        device = torch.accelerator.current_accelerator()
+        x = torch.ones(2).pin_memory().to(device, non_blocking=True)
+        child = subprocess.run([sys.executable, "-c", "import torch; "
+                                "print(torch.accelerator.current_accelerator())"],
+                               capture_output=True, text=True, check=True, timeout=50)
+        print(device, x.device, child.stdout)
+    """, device="cupyconf")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["cupyconf", "cupyconf:0", "cupyconf"]
+    assert "EMBER_COMPAT_DEVICE" not in program_env("torch", "cupyconf")
+    no_accel = run_python("ember", "import torch; print(torch.accelerator.is_available())")
+    assert no_accel.stdout.strip() == "False", no_accel.stderr
 
 
 def test_shim_maps_every_torch_import_to_ember():

@@ -7,6 +7,7 @@ through Ember's in-place machinery, so autograd's version checks apply as in PyT
 import ember
 from ...ops import activation as _ops
 from ...ops.inplace import inplace as _inplace
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", "hardswish",
            "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu",
@@ -109,10 +110,14 @@ def logsigmoid(input):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    if _autocast.active and _autocast.enabled_for(input, "softplus"):
+        return _autocast.run(softplus, "softplus", input, beta, threshold)
     return _ops.softplus(input, beta, threshold)
 
 
 def prelu(input, weight):
+    if _autocast.active and _autocast.enabled_for(input, "prelu"):
+        return _autocast.run(prelu, "prelu", input, weight)
     return _ops.prelu(input, weight)
 
 

@@ -14,6 +14,7 @@ from ... import _dtype as dt
 from ...ops._dispatch import Tensor
 from ...ops import attention as _ops
 from ._linear import linear
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -23,6 +24,9 @@ _NEG_INF = float("-inf")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value``; a boolean mask's True takes part."""
+    if _autocast.active and _autocast.enabled_for(query, "scaled_dot_product_attention"):
+        return _autocast.run(scaled_dot_product_attention, "scaled_dot_product_attention", query,
+                             key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return _ops.sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, False)
 
 

@@ -4,6 +4,7 @@ from ... import _dtype as dt
 from ...ops import conv as _ops
 from ..._tensor import wrap_dim_no_scalar
 from ...ops._dispatch import dtype_name, device_mismatch
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold", "conv_tbc"]
@@ -147,14 +148,23 @@ def _convnd(n, input, weight, bias, stride, padding, dilation, groups):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv1d"):
+        return _autocast.run(conv1d, "conv1d", input, weight, bias, stride, padding, dilation,
+                             groups)
     return _convnd(1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv2d"):
+        return _autocast.run(conv2d, "conv2d", input, weight, bias, stride, padding, dilation,
+                             groups)
     return _convnd(2, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv3d"):
+        return _autocast.run(conv3d, "conv3d", input, weight, bias, stride, padding, dilation,
+                             groups)
     return _convnd(3, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -193,18 +203,27 @@ def _conv_transposend(n, input, weight, bias, stride, padding, output_padding, g
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv_transpose1d"):
+        return _autocast.run(conv_transpose1d, "conv_transpose1d", input, weight, bias, stride,
+                             padding, output_padding, groups, dilation)
     return _conv_transposend(1, input, weight, bias, stride, padding, output_padding, groups,
                              dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv_transpose2d"):
+        return _autocast.run(conv_transpose2d, "conv_transpose2d", input, weight, bias, stride,
+                             padding, output_padding, groups, dilation)
     return _conv_transposend(2, input, weight, bias, stride, padding, output_padding, groups,
                              dilation)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
+    if _autocast.active and _autocast.enabled_for(input, "conv_transpose3d"):
+        return _autocast.run(conv_transpose3d, "conv_transpose3d", input, weight, bias, stride,
+                             padding, output_padding, groups, dilation)
     return _conv_transposend(3, input, weight, bias, stride, padding, output_padding, groups,
                              dilation)
 
@@ -283,6 +302,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 def conv_tbc(input, weight, bias, pad=0):
     """1-D convolution on (time, batch, channels) input with a (kernel, in, out) weight."""
+    if _autocast.active and _autocast.enabled_for(input, "conv_tbc"):
+        return _autocast.run(conv_tbc, "conv_tbc", input, weight, bias, pad)
     if input.ndim != 3:
         raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel, but got "
                            f"{input.ndim} dims")

@@ -3,12 +3,15 @@ products are ``ember.ops.linear``."""
 from ...ops._dispatch import device_mismatch
 from ...ops.matmul import _cpp_name
 from ...ops import linear as _ops
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["linear", "bilinear"]
 
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
+    if _autocast.active and _autocast.enabled_for(input, "linear"):
+        return _autocast.run(linear, "linear", input, weight, bias)
     if input.ndim == 0 or weight.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{input.ndim}D and {weight.ndim}D")
@@ -22,6 +25,8 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``."""
+    if _autocast.active and _autocast.enabled_for(input1, "bilinear"):
+        return _autocast.run(bilinear, "bilinear", input1, input2, weight, bias)
     _check_bilinear(input1, input2, weight, bias)
     batch = input1.shape[:-1]
     in1, in2 = input1.shape[-1], input2.shape[-1]

@@ -21,6 +21,7 @@ from ...ops import loss as fused
 from ...ops.loss import _reduce
 from ...ops.distance import pairwise_distance
 from ._activation import logsigmoid
+from ...amp import autocast_mode as _autocast
 
 __all__ = [
     "l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -94,6 +95,9 @@ def _refuse_integers(kernel, *tensors):
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _autocast.active and _autocast.enabled_for(input, "l1_loss"):
+        return _autocast.run(l1_loss, "l1_loss", input, target, size_average, reduce, reduction,
+                             weight)
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_broadcastable(input, target)
@@ -101,6 +105,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _autocast.active and _autocast.enabled_for(input, "mse_loss"):
+        return _autocast.run(mse_loss, "mse_loss", input, target, size_average, reduce, reduction,
+                             weight)
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_broadcastable(input, target)
@@ -112,6 +119,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if _autocast.active and _autocast.enabled_for(input, "smooth_l1_loss"):
+        return _autocast.run(smooth_l1_loss, "smooth_l1_loss", input, target, size_average, reduce,
+                             reduction, beta)
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if beta < 0:
@@ -122,6 +132,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if _autocast.active and _autocast.enabled_for(input, "huber_loss"):
+        return _autocast.run(huber_loss, "huber_loss", input, target, reduction, delta, weight)
     _size_warning(input, target)
     reduction = _resolve_reduction(reduction)
     if delta <= 0:
@@ -209,6 +221,9 @@ def _check_nll_arguments(input, target, weight, ignore_index):
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "nll_loss"):
+        return _autocast.run(nll_loss, "nll_loss", input, target, weight, size_average,
+                             ignore_index, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_nll_arguments(input, target, weight, ignore_index)
     _refuse_integers("nll_loss_out_frame", input)
@@ -230,6 +245,9 @@ def _class_shaped(weight, input, cdim):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
+    if _autocast.active and _autocast.enabled_for(input, "cross_entropy_loss"):
+        return _autocast.run(cross_entropy, "cross_entropy_loss", input, target, weight,
+                             size_average, ignore_index, reduce, reduction, label_smoothing)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -291,6 +309,9 @@ def _check_unit_interval(t, what):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "binary_cross_entropy"):
+        return _autocast.run(binary_cross_entropy, "binary_cross_entropy", input, target, weight,
+                             size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
@@ -307,6 +328,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    if _autocast.active and _autocast.enabled_for(input, "binary_cross_entropy_with_logits"):
+        return _autocast.run(binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits",
+                             input, target, weight, size_average, reduce, reduction, pos_weight)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
@@ -319,6 +343,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if _autocast.active and _autocast.enabled_for(input, "kl_div"):
+        return _autocast.run(kl_div, "kl_div", input, target, size_average, reduce, reduction,
+                             log_target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -345,6 +372,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "poisson_nll_loss"):
+        return _autocast.run(poisson_nll_loss, "poisson_nll_loss", input, target, log_input, full,
+                             size_average, eps, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if log_input:
         loss = input.exp() - target * input
@@ -391,6 +421,9 @@ _COSINE_EPSILON = 1e-12
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input1, "cosine_embedding_loss"):
+        return _autocast.run(cosine_embedding_loss, "cosine_embedding_loss", input1, input2, target,
+                             margin, size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     tdim = target.ndim
     if tdim not in (0, 1):
@@ -413,6 +446,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input1, "margin_ranking_loss"):
+        return _autocast.run(margin_ranking_loss, "margin_ranking_loss", input1, input2, target,
+                             margin, size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
@@ -425,6 +461,9 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "hinge_embedding_loss"):
+        return _autocast.run(hinge_embedding_loss, "hinge_embedding_loss", input, target, margin,
+                             size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if input.dtype._kind == 1:  # PyTorch keeps an integer input's dtype (margin truncated)
         margin = int(margin)
@@ -435,6 +474,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "soft_margin_loss"):
+        return _autocast.run(soft_margin_loss, "soft_margin_loss", input, target, size_average,
+                             reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     fused.check_not_differentiable("soft_margin_loss", "target", target)
     if input.dtype._kind == 1:  # PyTorch writes the float loss into an input-typed buffer
@@ -455,6 +497,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "multilabel_margin_loss"):
+        return _autocast.run(multilabel_margin_loss, "multilabel_margin_loss", input, target,
+                             size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
         raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
@@ -471,6 +516,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(input, "multi_margin_loss"):
+        return _autocast.run(multi_margin_loss, "multi_margin_loss", input, target, p, margin,
+                             weight, size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -515,6 +563,9 @@ def _check_triplet_dims(anchor, positive, negative):
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active and _autocast.enabled_for(anchor, "triplet_margin_loss"):
+        return _autocast.run(triplet_margin_loss, "triplet_margin_loss", anchor, positive, negative,
+                             margin, p, eps, swap, size_average, reduce, reduction)
     reduction = _resolve_reduction(reduction, size_average, reduce)
     _check_triplet_dims(anchor, positive, negative)
     dist_pos = _pairwise_distance(anchor, positive, p, eps)
@@ -556,6 +607,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     """Each sample's negative log-likelihood is ``ember.ops.loss.ctc_loss``; ``zero_infinity``
     and the reduction are applied to it here, as in PyTorch's composite."""
+    if _autocast.active and _autocast.enabled_for(log_probs, "ctc_loss"):
+        return _autocast.run(ctc_loss, "ctc_loss", log_probs, targets, input_lengths,
+                             target_lengths, blank, reduction, zero_infinity)
     reduction = _resolve_reduction(reduction)
     unbatched = log_probs.ndim == 2
     if unbatched:

@@ -11,6 +11,7 @@ from ... import _memory_format as _mf
 from ...ops.elementwise import add_scalar
 from ...ops.normalization import (normalize_affine, batch_norm_eval, NativeBatchNormBackward0,
                                   NativeLayerNormBackward0, group_norm as _group_norm)
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -128,6 +129,8 @@ def _check_normalized_shape(input, shape, separator=", "):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if _autocast.active and _autocast.enabled_for(input, "layer_norm"):
+        return _autocast.run(layer_norm, "layer_norm", input, normalized_shape, weight, bias, eps)
     shape = _normalized_shape(normalized_shape)
     _check_normalized_shape(input, shape)
     for t in (weight, bias):
@@ -142,6 +145,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if _autocast.active and _autocast.enabled_for(input, "group_norm"):
+        return _autocast.run(group_norm, "group_norm", input, num_groups, weight, bias, eps)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")

@@ -9,6 +9,7 @@ from ... import _dtype as dt
 from ...ops._dispatch import dtype_name
 from ...ops import pooling as _pool
 from ._conv import expand_param
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -125,6 +126,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    if _autocast.active and not return_indices and _autocast.enabled_for(input, "max_pool3d"):
+        return _autocast.run(max_pool3d, "max_pool3d", input, kernel_size, stride, padding,
+                             dilation, ceil_mode, return_indices)
     return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
@@ -199,6 +203,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    if _autocast.active and _autocast.enabled_for(input, "avg_pool3d"):
+        return _autocast.run(avg_pool3d, "avg_pool3d", input, kernel_size, stride, padding,
+                             ceil_mode, count_include_pad, divisor_override)
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override)
 
@@ -271,6 +278,8 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size):
+    if _autocast.active and _autocast.enabled_for(input, "adaptive_avg_pool3d"):
+        return _autocast.run(adaptive_avg_pool3d, "adaptive_avg_pool3d", input, output_size)
     return _adaptive_avg(3, input, output_size)
 
 
@@ -299,6 +308,9 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
+    if _autocast.active and _autocast.enabled_for(input, "adaptive_max_pool3d"):
+        return _autocast.run(adaptive_max_pool3d, "adaptive_max_pool3d", input, output_size,
+                             return_indices)
     return _adaptive_max(3, input, output_size, return_indices)
 
 
@@ -342,10 +354,16 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    if _autocast.active and _autocast.enabled_for(input, "max_unpool2d"):
+        return _autocast.run(max_unpool2d, "max_unpool2d", input, indices, kernel_size, stride,
+                             padding, output_size)
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    if _autocast.active and _autocast.enabled_for(input, "max_unpool3d"):
+        return _autocast.run(max_unpool3d, "max_unpool3d", input, indices, kernel_size, stride,
+                             padding, output_size)
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 

@@ -10,6 +10,7 @@ from ...ops._dispatch import dtype_name
 from ...ops import sampling as _ops
 from ._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, \
     adaptive_avg_pool3d
+from ...amp import autocast_mode as _autocast
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
            "affine_grid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
@@ -51,6 +52,10 @@ def _output_sizes(input, size, scale_factor, recompute_scale_factor):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
+    # autocast: the upsample kernels ("area" is adaptive_avg_pool, which has its own entry)
+    if _autocast.active and mode != "area" and _autocast.enabled_for(input, "upsample"):
+        return _autocast.run(interpolate, "upsample", input, size, scale_factor, mode,
+                             align_corners, recompute_scale_factor, antialias)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -142,6 +147,9 @@ def _check_grid(input, grid, mode):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    if _autocast.active and _autocast.enabled_for(input, "grid_sampler"):
+        return _autocast.run(grid_sample, "grid_sampler", input, grid, mode, padding_mode,
+                             align_corners)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")

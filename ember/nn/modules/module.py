@@ -578,6 +578,7 @@ class Module:
         return self
 
     def cuda(self, device=None):
+        """Move every parameter and buffer to a CUDA device (the current one by default)."""
         return self._apply(lambda t: t.cuda(device))
 
     def cpu(self):
@@ -606,7 +607,7 @@ class Module:
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
         ``to(device, dtype)``, ``to(tensor)``. Only floating point values change dtype."""
         from ...ops.creation import _parse_to
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         memory_format = kwargs.pop("memory_format", None)
         device, dtype = _parse_to(args, kwargs)
         if kwargs:
@@ -619,8 +620,9 @@ class Module:
             # As torch: a memory format applies to the 4-d and 5-d parameters and buffers.
             layout = {"memory_format": memory_format} if t.dim() in (4, 5) and memory_format else {}
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
-                return t.to(device=device, dtype=dtype, **layout)
-            return t.to(device=device, **layout) if device is not None or layout else t
+                return t.to(device=device, dtype=dtype, non_blocking=non_blocking, **layout)
+            return (t.to(device=device, non_blocking=non_blocking, **layout)
+                    if device is not None or layout else t)
 
         if device is None and dtype is None and memory_format is None:
             return self

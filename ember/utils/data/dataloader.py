@@ -27,6 +27,7 @@ from ...ops.creation import empty
 from ._utils import shared_memory
 from ._utils.collate import default_collate, default_convert
 from ._utils.fetch import create_fetcher
+from ._utils.pin_memory import PinMemoryThread, pin_memory
 from ._utils.worker import (ExceptionWrapper, _IterableDatasetStopIteration, _ResumeIteration,
                             worker_loop)
 from .dataset import IterableDataset
@@ -58,7 +59,9 @@ class DataLoader:
     >>> [tuple(y.tolist()) for x, y in DataLoader(data, batch_size=4)]
     [(0, 1, 0, 1), (0, 1, 0, 1), (0, 1)]
 
-    ``pin_memory`` is accepted and has no effect on the CPU (with PyTorch's warning).
+    ``pin_memory=True`` copies each batch into page-locked memory of the current accelerator
+    (with worker processes, in a thread of the main process); without an accelerator it has no
+    effect, with PyTorch's warning.
     """
 
     __initialized = False
@@ -231,6 +234,31 @@ class DataLoader:
                 stacklevel=2)
 
 
+def _pinning_device(loader):
+    """``(pin?, device type)`` for an iterator, with torch's warnings: ``pin_memory_device`` is
+    deprecated (the current accelerator pins), and without an accelerator nothing is pinned."""
+    if not loader.pin_memory:
+        return False, None
+    from ... import accelerator
+    if loader.pin_memory_device:
+        warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as "
+                      f"the device,ignore pin_memory_device='{loader.pin_memory_device}'.",
+                      stacklevel=3)
+    acc = accelerator.current_accelerator(check_available=True)
+    if acc is None:
+        warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                      "then device pinned memory won't be used.", stacklevel=3)
+        return False, None
+    from ...backends import get_backend
+    from ..._device import device
+    if not get_backend(device(acc.type, accelerator.current_device_index())).pins_host_memory:
+        # torch's answer for an accelerator without pinned memory (MPS): warn, do not pin.
+        warnings.warn(f"'pin_memory' argument is set as true but not supported on {acc.type} "
+                      "now, then device pinned memory won't be used.", stacklevel=3)
+        return False, None
+    return True, acc.type
+
+
 class _BaseDataLoaderIter:
     def __init__(self, loader):
         self._dataset = loader.dataset
@@ -240,9 +268,7 @@ class _BaseDataLoaderIter:
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
-        if loader.pin_memory:
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
-                          "then device pinned memory won't be used.", stacklevel=2)
+        self._pin_memory, self._pin_memory_device = _pinning_device(loader)
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -293,7 +319,10 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
     def _next_data(self):
         index = self._next_index()
-        return self._dataset_fetcher.fetch(index)
+        data = self._dataset_fetcher.fetch(index)
+        if self._pin_memory:
+            data = pin_memory(data, self._pin_memory_device)
+        return data
 
 
 _live_iterators = weakref.WeakSet()
@@ -323,6 +352,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     # Class defaults, so that __del__ of an iterator whose __init__ failed early has nothing to do.
     _shutdown = True
     _owner_pid = None  # the process that started the workers, the only one that may stop them
+    _pin_memory_thread = None
 
     def __init__(self, loader):
         super().__init__(loader)
@@ -359,6 +389,12 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             raise
         self._reader_worker = {conn: i for i, conn in enumerate(self._result_conns)}
         self._sentinel_worker = {w.sentinel: i for i, w in enumerate(self._workers)}
+        if self._pin_memory:
+            # The thread receives from the result pipes from now on; the iterator reads its
+            # queue (see _receive).
+            from ... import accelerator
+            self._pin_memory_thread = PinMemoryThread(
+                self._result_conns, accelerator.current_device_index(), self._pin_memory_device)
         self._reset(loader, first_iter=True)
 
     def _reset(self, loader, first_iter=False):
@@ -385,6 +421,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _receive(self, deadline):
         """The next ``(send index, data)`` from any worker; raises if one died or the deadline
         passed."""
+        if self._pin_memory_thread is not None:
+            return self._receive_pinned(deadline)
         while True:
             if self._pending_messages:
                 return self._pending_messages.pop(0)
@@ -405,6 +443,26 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if self._pending_messages:
                 continue
             self._check_dead_workers()
+
+    def _receive_pinned(self, deadline):
+        """``_receive`` when the pinning thread reads the pipes: its queue, looking at the
+        workers' health and the deadline between polls."""
+        import queue
+        out = self._pin_memory_thread.out
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            wait = 0.1 if remaining is None else min(0.1, remaining)
+            try:
+                return out.get(timeout=wait)
+            except queue.Empty:
+                pass
+            if out.empty():
+                self._check_dead_workers()  # a dead worker is the cause to report, if any
+            if not self._pin_memory_thread.is_alive() and out.empty():
+                self._shutdown_workers()
+                raise RuntimeError("Pin memory thread exited unexpectedly")
+            if remaining is not None and remaining <= 0 and out.empty():
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
     def _check_dead_workers(self):
         dead = [w for i, w in enumerate(self._workers)
@@ -524,6 +582,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._pending_messages = []
             self._task_info = {}
             return
+        if self._pin_memory_thread is not None:
+            # Stopped before the pipes it reads are closed.
+            self._pin_memory_thread.stop()
         for conn in self._index_conns:
             try:
                 conn.send(None)

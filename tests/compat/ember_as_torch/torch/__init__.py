@@ -59,3 +59,23 @@ for _name, _module in list(sys.modules.items()):
     if _name == _TARGET or _name.startswith(_TARGET + "."):
         sys.modules.setdefault(_ALIAS + _name[len(_TARGET):], _module)
 sys.modules[_ALIAS] = _ember
+
+# EMBER_COMPAT_DEVICE=cupyconf (run_program.py --device cupyconf) registers the CuPy
+# conformance device as this process's accelerator, so a program that picks its device through
+# ``torch.accelerator`` runs its tensors there: the real CUDA backend over a NumPy-backed
+# stand-in for CuPy 14.2 (a conformance device, not a GPU). The variable is inherited, so the
+# processes a program starts (workers, spawned children) have the same device.
+import os as _os  # noqa: E402
+
+if _os.environ.get("EMBER_COMPAT_DEVICE") == "cupyconf":
+    from ember.backends import is_known_device_type as _known, register_backend as _register
+
+    if not _known("cupyconf"):
+        _repo = _os.path.dirname(_os.path.dirname(_os.path.dirname(_os.path.dirname(
+            _os.path.dirname(_os.path.abspath(__file__))))))
+        sys.path.insert(0, _os.path.join(_repo, "tests"))
+        from conformance.backend import CupyConformanceBackend as _Conformance
+        _register("cupyconf", _Conformance)
+elif _os.environ.get("EMBER_COMPAT_DEVICE") not in (None, "", "cpu"):
+    raise RuntimeError(f"EMBER_COMPAT_DEVICE={_os.environ['EMBER_COMPAT_DEVICE']!r}: the compat "
+                       "harness knows 'cpu' and 'cupyconf'")
