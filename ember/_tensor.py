@@ -825,7 +825,7 @@ def _check_assigned_grad(tensor, grad):
                            "gradient and the tensor are the same size")
 
 
-# ---- device transfers (issue 16) -------------------------------------------------------------
+# ---- device transfers ------------------------------------------------------------------------
 
 def _pinning_backend(device=None):
     """The backend that provides page-locked host memory: the accelerator's (the current

@@ -100,7 +100,7 @@ class Backend:
     def erfinv(self, x):
         raise NotImplementedError
 
-    # -- random numbers (issue 16, device RNG) -------------------------------------------------
+    # -- random numbers ------------------------------------------------------------------------
     #: True where samplers on this device draw on the device itself: each of its devices then
     #: has its own default generator (``ember.Generator(device=...)`` for one of them), whose
     #: state is a Philox (seed, offset) pair as PyTorch's CUDA generators keep. False: samplers
@@ -116,7 +116,7 @@ class Backend:
         from ._philox import philox4x32
         return philox4x32(self.xp, key, first_block, blocks)
 
-    # -- host transfers, pinned memory, sharing (issue 16: device transfers) ------------------
+    # -- host transfers, pinned memory, sharing ----------------------------------------------
     #: The DLPack device type of this device's arrays (``DLDeviceType``'s value: 1 for the CPU,
     #: 2 for CUDA), which ``Tensor.__dlpack_device__`` reports; None to ask the array itself.
     dlpack_device_type = None

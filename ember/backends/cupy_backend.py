@@ -255,7 +255,7 @@ class CupyBackend(Backend):
     def erfinv(self, x):
         return self._cupyx.scipy.special.erfinv(x)
 
-    # -- random numbers (issue 16, device RNG) -------------------------------------------------
+    # -- random numbers ------------------------------------------------------------------------
     # Samplers draw here, from this device's Philox generators (ember/_random.py), with the
     # contract's element-wise random_bits run on this device.
     draws_on_device = True
@@ -264,7 +264,7 @@ class CupyBackend(Backend):
         with self._device:
             return super().random_bits(key, first_block, blocks)
 
-    # -- host transfers and pinned memory (issue 16: device transfers) -------------------------
+    # -- host transfers and pinned memory ------------------------------------------------------
     # A synchronous copy passes ``blocking=True``: CuPy's own default queues a host-to-device
     # copy on the current stream and returns at once, where torch's ``non_blocking=False`` has
     # finished when it returns. Only a copy from page-locked memory is queued (non_blocking),

@@ -148,7 +148,7 @@ class NumpyBackend(Backend):
             return special.erfinv(x)
         return _erfinv_loop(x).astype(x.dtype, copy=False)
 
-    # -- host transfers (issue 16: device transfers) -----------------------------------------
+    # -- host transfers ----------------------------------------------------------------------
     # The host is this device: a transfer is a copy, and memory is shared across processes
     # array by array (ember/multiprocessing/reductions.py decides), never pinned by the CPU
     # itself (the accelerator's backend pins host memory).

@@ -16,7 +16,8 @@ from .._device import device as _device
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",
            "device_of", "get_device_name", "get_device_capability", "get_device_properties",
            "synchronize", "manual_seed", "manual_seed_all", "is_initialized", "init",
-           "is_tf32_supported", "can_device_access_peer", "get_stream_from_external",
+           "is_tf32_supported", "is_bf16_supported", "can_device_access_peer",
+           "get_stream_from_external",
            # streams.py
            "Stream", "ExternalStream", "Event", "StreamContext", "stream", "current_stream",
            "default_stream", "set_stream",
@@ -172,6 +173,23 @@ def is_tf32_supported():
     if not is_available():
         return False
     return get_device_capability()[0] >= 8
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether the current device computes in bfloat16: natively from compute capability 8.0
+    (as torch decides); below it, with ``including_emulation``, where the backend has bfloat16
+    arrays at all. False without CUDA, as torch's CPU build answers."""
+    if not is_available():
+        return False
+    if get_device_capability()[0] >= 8:
+        return True
+    if not including_emulation:
+        return False
+    import ml_dtypes
+    from ..backends import get_backend
+    from .._device import device as _device
+    return get_backend(_device("cuda", current_device())).supports_dtype(
+        ml_dtypes.bfloat16)
 
 
 def can_device_access_peer(device, peer_device):

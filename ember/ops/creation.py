@@ -777,7 +777,7 @@ CAST_METHODS = {"float": dt.float32, "double": dt.float64, "half": dt.float16,
 
 
 # ---------------------------------------------------------------------------------------------
-# random sampling (issue 16): ``sampler(generator, device)`` is what a draw comes from: on the
+# random sampling: ``sampler(generator, device)`` is what a draw comes from: on the
 # CPU (and host-drawing devices) a CPU generator's NumPy stream, then moved to the device; on a
 # device that draws on the device (CUDA), the device generator's Philox draws, made there. The
 # arithmetic after a draw uses the draw's namespace (``draw_namespace``), so nothing is copied.

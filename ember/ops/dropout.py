@@ -10,7 +10,7 @@ alpha variants drop to SELU's negative saturation value instead of zero and then
 affine map that keeps mean 0 and variance 1. Outside training every variant returns ``input``.
 The mask is a tensor and the product an ordinary op, so the gradient is autograd's. The mask
 is drawn by ``bernoulli_`` where the input lives: on a device that draws on the device (CUDA),
-from that device's generator, so nothing is drawn on the host and copied (issue 16).
+from that device's generator, so nothing is drawn on the host and copied.
 
 As ATen orders it: an empty input, like ``p=0``, is returned itself, and ``p=1`` multiplies by a
 zero of the input's own dtype (so integers stay integers) before the feature variants check the

@@ -62,6 +62,9 @@ def test_cuda_is_available_through_the_backend():
     assert ember.cuda.is_available() and ember.cuda.device_count() == 1
     assert ember.cuda.current_device() == 0
     assert ember.cuda.is_tf32_supported()  # the emulated device is compute capability 9.0
+    assert ember.cuda.is_bf16_supported() and ember.cuda.is_bf16_supported(False)
+    with ember.autocast("cuda", dtype=ember.bfloat16):  # accepted: the device has bfloat16
+        assert ember.get_autocast_dtype("cuda") is ember.bfloat16
     with pytest.raises(AssertionError, match="Invalid peer device id"):
         ember.cuda.can_device_access_peer(0, 1)
     s = ember.cuda.Stream()

@@ -47,7 +47,7 @@ def _same(torch_call, ember_call):
     "memory_cached", "max_memory_cached", "empty_cache", "mem_get_info", "current_stream",
     "default_stream", "synchronize", "is_current_stream_capturing", "graph_pool_handle",
     "CUDAGraph", "Stream", "Event", "get_per_process_memory_fraction", "device_count",
-    "is_available", "current_device", "is_tf32_supported"])
+    "is_available", "current_device", "is_tf32_supported", "is_bf16_supported"])
 def test_no_argument_calls_match_torch(name):
     _same(getattr(torch.cuda, name), getattr(ember.cuda, name))
 
