@@ -199,22 +199,16 @@ def _call_both(op, sample, e_cpu, e_dev, device):
     """The row's call on both devices; None where the CPU refuses and the device refuses alike
     (the refusal is the check), else (cpu_out, dev_out)."""
     import ember
+    from opinfo import core
 
     def call(xs):
         ember.manual_seed(0)  # random rows draw alike on both devices
         return op.fn(ember, *xs, *sample.args, **sample.kwargs)
-    try:
-        cpu_out = call(e_cpu)
-    except Exception as exc:  # noqa: BLE001 - whatever the CPU raises, the device must raise
-        try:
-            call(e_dev)
-        except type(exc):
-            return None
-        except Exception as other:  # noqa: BLE001
-            raise AssertionError(f"cpu raised {_short(exc, 120)}; {device} raised "
-                                 f"{_short(other, 160)}") from other
-        raise AssertionError(f"cpu raised {_short(exc, 160)}; {device} did not")
-    return cpu_out, call(e_dev)
+    cpu_out = []
+    if core._refused_alike(lambda: cpu_out.append(call(e_cpu)), lambda: call(e_dev),
+                           names=("cpu", device)):
+        return None
+    return cpu_out[0], call(e_dev)
 
 
 def _forward_case(op, sample, dtype, device):
@@ -252,14 +246,12 @@ def _backward_case(op, sample, dtype, device):
         d_cot.append(ember.tensor(c, device=device).to(o.dtype))
     c_leaves = [e for e in e_cpu if e.requires_grad]
     d_leaves = [e for e in e_dev if e.requires_grad]
-    try:
-        c_grads = ember.autograd.grad(c_outs, c_leaves, c_cot, allow_unused=True)
-    except Exception as exc:  # noqa: BLE001 - the CPU's backward refuses: so must the device's
-        try:
-            ember.autograd.grad(d_outs, d_leaves, d_cot, allow_unused=True)
-        except type(exc):
-            return
-        raise AssertionError(f"cpu backward raised {_short(exc, 160)}; {device} did not")
+    c_grads = []
+    if core._refused_alike(  # the CPU's backward refuses: so must the device's
+            lambda: c_grads.extend(ember.autograd.grad(c_outs, c_leaves, c_cot, allow_unused=True)),
+            lambda: ember.autograd.grad(d_outs, d_leaves, d_cot, allow_unused=True),
+            names=("cpu backward", f"{device} backward")):
+        return
     d_grads = ember.autograd.grad(d_outs, d_leaves, d_cot, allow_unused=True)
     tol = op.grad_tol or core.TOL[dtype]
     if dtype in ("float16", "bfloat16"):

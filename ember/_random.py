@@ -46,11 +46,13 @@ def _check_seed(seed):
 
 
 def _canonical_device(device):
-    """``device`` with an index where it is not the CPU (``cuda`` is ``cuda:0``)."""
+    """``device`` with an index where it is not the CPU (``cuda`` is the current CUDA device,
+    as tensors' devices resolve: ``backends.current_index``)."""
     from ._device import device as _dev
     d = device if isinstance(device, _dev) else _dev(device)
     if d.type != "cpu" and d.index is None:
-        d = _dev(d.type, 0)
+        from .backends import current_index
+        d = _dev(d.type, current_index(d.type))
     return d
 
 

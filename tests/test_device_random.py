@@ -244,6 +244,18 @@ def test_cpu_generator_error_type_as_torch():
 
 # ---- no host draws -------------------------------------------------------------------------
 
+def _refuse_host_copies(monkeypatch, backend):
+    """Make ``backend``'s copy of host data (arrays, scalars, lists) onto the device fail."""
+    copy_in = backend.asarray
+
+    def device_arrays_only(data, *args, **kwargs):
+        if isinstance(data, (np.ndarray, np.generic, list)):
+            raise AssertionError("a host-to-device copy during device sampling")
+        return copy_in(data, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "asarray", device_arrays_only)
+
+
 def test_no_host_copy_during_device_sampling(monkeypatch):
     """Every sampler on the conformance device, with the backend's host-to-device copy and
     the CPU generator's NumPy stream made to fail: the draws can only have come from the device
@@ -252,23 +264,12 @@ def test_no_host_copy_during_device_sampling(monkeypatch):
     probs = ember.full((4, 5), 0.2, device=dev)
     lam = ember.full((6,), 4.0, device=dev)
     gamma = ember.distributions.Gamma(ember.full((6,), 2.0, device=dev), 1.0)
-    backend = get_backend(ember.device(dev, 0))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a host draw or host-to-device copy during device sampling")
+    _refuse_host_copies(monkeypatch, get_backend(ember.device(dev, 0)))
 
     class NoHostStream:
         def __getattr__(self, name):
-            refuse()
+            raise AssertionError("a host draw during device sampling")
 
-    copy_in = backend.asarray
-
-    def device_arrays_only(data, *args, **kwargs):
-        if isinstance(data, (np.ndarray, np.generic, list)):
-            refuse()
-        return copy_in(data, *args, **kwargs)
-
-    monkeypatch.setattr(backend, "asarray", device_arrays_only)
     monkeypatch.setattr(ember.default_generator, "_np", NoHostStream())
     gen = _random.device_default_generator(ember.device(dev, 0))
     start = gen.get_offset()
@@ -490,19 +491,7 @@ def test_cuda_rng_state_replay_and_seeding():
 
 @pytest.mark.cuda
 def test_cuda_samplers_draw_on_the_device(monkeypatch):
-    backend = get_backend(ember.device("cuda", 0))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("host-to-device copy during device sampling")
-
-    copy_in = backend.asarray
-
-    def device_arrays_only(data, *args, **kwargs):
-        if isinstance(data, (np.ndarray, np.generic, list)):
-            refuse()
-        return copy_in(data, *args, **kwargs)
-
-    monkeypatch.setattr(backend, "asarray", device_arrays_only)
+    _refuse_host_copies(monkeypatch, get_backend(ember.device("cuda", 0)))
     y = ember.nn.functional.dropout(ember.ones(10_000, device="cuda"), 0.5)
     z = ember.randn(10_000, device="cuda")
     monkeypatch.undo()

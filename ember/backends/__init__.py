@@ -45,8 +45,11 @@ def current_index(device_type):
     """The index a device of this type without one ("cuda") means: CUDA's current device (as
     ``ember.cuda.set_device`` sets it), 0 for every other type."""
     if device_type == "cuda":
-        from .cupy_backend import current_cuda_device
-        return current_cuda_device()
+        # Asked of CuPy as the "cuda" backend uses it (ember.cuda's one lookup). Without CUDA,
+        # 0: building that device's backend then says what is missing.
+        from ..cuda import _cupy_or_none
+        cupy = _cupy_or_none()
+        return 0 if cupy is None else cupy.cuda.runtime.getDevice()
     return 0
 
 

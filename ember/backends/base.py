@@ -57,7 +57,7 @@ class Backend:
     def check_dtype(self, np_dtype, what):
         """Raise torch's TypeError for a dtype this device cannot hold, naming the device,
         ``what`` was asked (the op) and why, before the array library fails on its own."""
-        if self.supported_dtypes is not None and np_dtype not in self.supported_dtypes:
+        if not self.supports_dtype(np_dtype):
             raise TypeError(f"{what}: {getattr(np_dtype, 'name', np_dtype)} is not supported on "
                             f"{self.device_type}:{self.index}"
                             + (f" ({self.dtype_support_note})" if self.dtype_support_note else ""))

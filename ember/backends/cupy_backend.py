@@ -45,18 +45,6 @@ def _import_cupy():
     return cupy, cupyx
 
 
-def current_cuda_device():
-    """CUDA's current device for this thread (0 without CuPy or a driver: building that
-    device's backend then says what is missing)."""
-    cupy = import_cupy_or_none()
-    if cupy is None:
-        return 0
-    try:
-        return cupy.cuda.runtime.getDevice()
-    except Exception:  # CUDARuntimeError without a driver
-        return 0
-
-
 def device_count(cupy):
     """How many CUDA devices CuPy sees; 0 where the driver or a device is missing (CuPy
     raises then, as torch.cuda.device_count() does not)."""

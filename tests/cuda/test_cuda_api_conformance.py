@@ -294,3 +294,22 @@ def test_memory_freed_inside_a_capture_is_not_handed_to_other_tensors():
     # captured blocks went: the graph's private pool, which nothing outside the capture uses.
     assert g.pool()._pool.used_bytes() >= _rounded(1024 * 4)
     g.reset()
+
+
+def test_cuda_without_an_index_is_the_current_device():
+    # torch: after set_device(1), "cuda" tensors, .cuda() and cuda generators are on cuda:1.
+    from conformance import strict_cuda_runtime
+    previous = strict_cuda_runtime.configure(device_count=2)
+    try:
+        ember.cuda.set_device(1)
+        try:
+            assert ember.zeros(2, device="cuda").device == ember.device("cuda", 1)
+            assert ember.ones(2).cuda().device == ember.device("cuda", 1)
+            assert ember.ones(2).to("cuda").device == ember.device("cuda", 1)
+            assert ember.Generator(device="cuda").device == ember.device("cuda", 1)
+            assert ember.ones(2).cuda(0).device == ember.device("cuda", 0)
+        finally:
+            ember.cuda.set_device(0)
+        assert ember.zeros(2, device="cuda").device == ember.device("cuda", 0)
+    finally:
+        strict_cuda_runtime.configure(*previous)

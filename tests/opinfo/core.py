@@ -183,9 +183,11 @@ def check_forward(op, sample, dtype, device):
             assert e.device.type == device, f"output on {e.device}, expected {device}"
 
 
-def _refused_alike(torch_call, ember_call):
+def _refused_alike(torch_call, ember_call, names=("torch", "Ember")):
     """Runs ``torch_call``; if torch refuses it, Ember must refuse ``ember_call`` with the same
-    exception type, and True is returned (there is nothing further to compare)."""
+    exception type, and True is returned (there is nothing further to compare). ``names`` are
+    the two sides as the error names them (benchmarks/gpu_check.py: the CPU and a device)."""
+    first, second = names
     try:
         torch_call()
     except Exception as exc:  # noqa: BLE001 - whatever torch raises, Ember must raise alike
@@ -194,9 +196,9 @@ def _refused_alike(torch_call, ember_call):
         except type(exc):
             return True
         except Exception as other:  # noqa: BLE001
-            raise AssertionError(f"torch raised {type(exc).__name__}: {exc}; Ember raised "
+            raise AssertionError(f"{first} raised {type(exc).__name__}: {exc}; {second} raised "
                                  f"{type(other).__name__}: {other}") from other
-        raise AssertionError(f"torch raised {type(exc).__name__}: {exc}; Ember did not")
+        raise AssertionError(f"{first} raised {type(exc).__name__}: {exc}; {second} did not")
     return False
 
 

@@ -1,4 +1,3 @@
-import functools
 import warnings
 
 from ... import _dtype as dt
@@ -23,8 +22,7 @@ def custom_fwd(fwd=None, *, cast_inputs=None):
     warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
                   "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
                   stacklevel=2)
-    return functools.partial(_custom_fwd_bwd.custom_fwd, device_type="cuda")(
-        fwd=fwd, cast_inputs=cast_inputs)
+    return _custom_fwd_bwd.custom_fwd(fwd=fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd):
@@ -32,4 +30,4 @@ def custom_bwd(bwd):
     warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
                   "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
                   stacklevel=2)
-    return functools.partial(_custom_fwd_bwd.custom_bwd, device_type="cuda")(bwd)
+    return _custom_fwd_bwd.custom_bwd(bwd, device_type="cuda")
