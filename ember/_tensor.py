@@ -450,7 +450,7 @@ class Tensor:
             warnings.warn("The argument 'device' of Tensor.pin_memory() is deprecated. Please do "
                           "not pass this argument.", DeprecationWarning, stacklevel=2)
         if self._device.type != "cpu":
-            raise RuntimeError(f"cannot pin '{_device_type_name(self)}' only dense CPU tensors "
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors "
                                "can be pinned")
         backend = _pinning_backend(device)
         if backend.is_pinned(self._data):
@@ -842,14 +842,6 @@ def _pinning_backend(device=None):
         raise RuntimeError(f"pin_memory(): the {backend.device_type} backend does not provide "
                            "page-locked host memory")
     return backend
-
-
-def _device_type_name(tensor):
-    """A tensor's legacy type name, with its device type as torch's 'torch.cuda.FloatTensor'
-    has: 'ember.FloatTensor', 'ember.cuda.FloatTensor'."""
-    name = tensor.type()
-    return name if tensor._device.type == "cpu" else name.replace(
-        ".", f".{tensor._device.type}.", 1)
 
 
 def _transfer_array(tensor, device, np_dtype, non_blocking=False):

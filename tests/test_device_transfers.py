@@ -25,6 +25,19 @@ def _values(t):
 
 # ---- to / cpu / cuda ------------------------------------------------------------------------
 
+def test_legacy_type_names_say_the_device(cupyconf_accelerator):
+    # torch: a CUDA tensor's type() is 'torch.cuda.FloatTensor', a meta one's
+    # 'torch.meta.FloatTensor'; 'torch.FloatTensor' as a target means a CPU tensor.
+    assert torch.empty(2, device="meta").type() == "torch.meta.FloatTensor"
+    x = ember.ones(2, device=cupyconf_accelerator)
+    assert x.type() == "ember.cupyconf.FloatTensor"
+    back = x.type("torch.DoubleTensor")
+    assert (back.device.type, back.dtype) == ("cpu", ember.float64)
+    assert x.type(ember.float64).device == x.device
+    with pytest.raises(ValueError, match="invalid type: 'torch.meta.FloatTensor'"):
+        ember.ones(2).type("torch.meta.FloatTensor")
+
+
 @pytest.mark.parametrize("non_blocking", [False, True])
 def test_round_trip_through_the_accelerator(cupyconf_accelerator, non_blocking):
     x = ember.arange(12, dtype=ember.float32).reshape(3, 4)

@@ -452,3 +452,14 @@ def test_in_place_ops_on_empty_tensors_as_torch():
         assert tuple(lib.ones(2, 0).clamp_(min=0.0).shape) == (2, 0)
         assert tuple(lib.ones(3, 0, 2).add_(1).shape) == (3, 0, 2)
         assert tuple(lib.zeros(0).exp_().shape) == (0,)
+
+
+@pytest.mark.parametrize("shape, src_shape", [
+    ((3,), (2,)), ((2, 3), (3, 2)), ((3,), (2, 3)), ((), (2,)), ((), (1,)), ((2,), (2, 2)),
+    ((2,), (3, 4)), ((4, 1, 3), (2, 3))])
+def test_copy_shape_errors_as_torch(shape, src_shape):
+    with pytest.raises(RuntimeError) as expected:
+        torch.zeros(shape).copy_(torch.ones(src_shape))
+    with pytest.raises(RuntimeError) as got:
+        ember.zeros(shape).copy_(ember.ones(src_shape))
+    assert str(got.value) == str(expected.value)

@@ -628,18 +628,22 @@ _DTYPE_BY_TENSOR_TYPE = {name: dt._BY_NAME[d] for d, name in _TENSOR_TYPE_NAMES.
 
 
 def type_(self, dtype=None, non_blocking=False, **kwargs):
-    """``t.type()`` names the legacy tensor type; ``t.type(dtype)`` converts, accepting a dtype
-    or a type name such as "torch.FloatTensor" (code written for PyTorch passes those)."""
+    """``t.type()`` names the legacy tensor type, with the device type for a tensor off the
+    CPU as torch's 'torch.cuda.FloatTensor' has; ``t.type(dtype)`` converts, accepting a dtype
+    or a type name such as "torch.FloatTensor" (a CPU tensor) or "torch.cuda.FloatTensor" (code
+    written for PyTorch passes those)."""
     if dtype is None:
-        return "ember." + _TENSOR_TYPE_NAMES[self._dtype.name]
+        where = "" if self._device.type == "cpu" else self._device.type + "."
+        return "ember." + where + _TENSOR_TYPE_NAMES[self._dtype.name]
     if isinstance(dtype, str):
-        name = dtype.rpartition(".")[2]
+        module, _, name = dtype.rpartition(".")
         if name == "Tensor" and dtype.count(".") == 1:
             dtype = dt.get_default_dtype()
-        elif name not in _DTYPE_BY_TENSOR_TYPE or dtype.count(".") != 1:
+        elif name not in _DTYPE_BY_TENSOR_TYPE or module.partition(".")[2] not in ("", "cuda"):
             raise ValueError(f"invalid type: '{dtype}'")
-        else:
-            dtype = _DTYPE_BY_TENSOR_TYPE[name]
+        else:  # torch's legacy names say the device too: no "cuda." means a CPU tensor
+            device = "cuda" if module.endswith(".cuda") else "cpu"
+            return to(self, device, _DTYPE_BY_TENSOR_TYPE[name], non_blocking=non_blocking)
     elif isinstance(dtype, type):  # a legacy type (ember.FloatTensor) or Tensor itself
         if issubclass(dtype, Tensor):
             dtype = dt.get_default_dtype()
@@ -649,7 +653,7 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
             raise ValueError(f"invalid type: '{dtype.__name__}'")
     elif not isinstance(dtype, dt.dtype):
         raise TypeError("dtype must be a type, str, or dtype object")
-    return to(self, dtype)
+    return to(self, dtype, non_blocking=non_blocking)
 
 
 # ---------------------------------------------------------------------------------------------

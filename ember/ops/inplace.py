@@ -287,9 +287,7 @@ def _copy_from(self, src, keep_self=True):
     try:
         data = xp.broadcast_to(moved._data, self._data.shape)
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({_last(self)}) must match the size of tensor b "
-                           f"({_last(src)}) at non-singleton dimension "
-                           f"{_mismatched_dim(self._data.shape, src._data.shape)}") from None
+        raise RuntimeError(_copy_shape_error(self._data.shape, src._data.shape)) from None
     out = _wrap(data, self._dtype, self)
     old = self if keep_self else None
     if needs_grad(old, src):
@@ -297,16 +295,21 @@ def _copy_from(self, src, keep_self=True):
     return out
 
 
-def _last(t):
-    return t._data.shape[-1] if t._data.ndim else 1
-
-
-def _mismatched_dim(shape_a, shape_b):
-    for i in range(1, min(len(shape_a), len(shape_b)) + 1):
-        a, b = shape_a[-i], shape_b[-i]
-        if a != b and b != 1:
-            return len(shape_a) - i
-    return 0
+def _copy_shape_error(shape, src_shape):
+    """torch's message for a ``src`` that does not broadcast to ``self``: a size mismatch names
+    the dimension of the broadcast shape; shapes that broadcast to something larger than
+    ``self`` name both shapes."""
+    ndim = max(len(shape), len(src_shape))
+    for i in range(1, ndim + 1):
+        a = shape[-i] if i <= len(shape) else 1
+        b = src_shape[-i] if i <= len(src_shape) else 1
+        if a != b and a != 1 and b != 1:
+            return (f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                    f"non-singleton dimension {ndim - i}")
+    broadcast = [max(shape[-i] if i <= len(shape) else 1,
+                     src_shape[-i] if i <= len(src_shape) else 1) for i in range(ndim, 0, -1)]
+    return (f"output with shape {list(shape)} doesn't match the broadcast shape "
+            f"{broadcast}")
 
 
 def copy_(self, src, non_blocking=False):

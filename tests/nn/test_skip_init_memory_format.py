@@ -43,6 +43,16 @@ def test_skip_init_draws_no_random_numbers():
         np.testing.assert_array_equal(lib.rand(4).numpy(), expected.numpy())
 
 
+def test_skip_init_draws_nothing_from_the_target_devices_stream(device):
+    # Ember builds on the target device (no meta device), so that device's generator is the one
+    # the initialisers would draw from: it must be left where it was.
+    ember.manual_seed(7)
+    expected = ember.rand(4, device=device)
+    ember.manual_seed(7)
+    ember.nn.utils.skip_init(ember.nn.Linear, 50, 40, device=device)
+    assert ember.rand(4, device=device).tolist() == expected.tolist()
+
+
 def test_skip_init_leaves_the_values_uninitialised_and_on_the_device(device):
     module = ember.nn.utils.skip_init(ember.nn.Linear, 3, 2, device=device)
     assert module.weight.device.type == device

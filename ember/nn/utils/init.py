@@ -4,12 +4,15 @@
 PyTorch builds the module on the meta device (where the initialisers compute nothing) and then
 ``to_empty``'s it onto the requested device. Ember has no meta device, so the module is built on
 the requested device and its tensors are then replaced by uninitialised ones (``to_empty``);
-the random stream is restored around the construction, so that, as in PyTorch, building the
-module draws no random numbers. The initialisers' arithmetic still runs once.
+the CPU random stream and the target device's are restored around the construction, so that,
+as in PyTorch, building the module draws no random numbers. The initialisers' arithmetic still
+runs once.
 """
 import inspect
 
-from ..._random import get_rng_state, set_rng_state
+from ..._device import device as _device
+from ...backends import current_index
+from ...random import fork_rng
 from ..modules.module import Module
 
 __all__ = ["skip_init"]
@@ -24,9 +27,9 @@ def skip_init(module_cls, *args, **kwargs):
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
     final_device = kwargs.pop("device", "cpu")
-    rng_state = get_rng_state()
-    try:
+    where = _device(final_device)
+    off_cpu = where.type != "cpu"
+    index = where.index if where.index is not None else current_index(where.type)
+    with fork_rng(devices=[index] if off_cpu else [], device_type=where.type if off_cpu else None):
         module = module_cls(*args, device=final_device, **kwargs)
-    finally:
-        set_rng_state(rng_state)
     return module.to_empty(device=final_device)
