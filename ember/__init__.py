@@ -250,8 +250,9 @@ def spmm(input, mat2):
 
 
 def set_default_device(dev):
+    """The device factories use when given none; ``None`` restores the CPU, as torch's."""
     from . import _device
-    _device._default_device = _ops.creation.resolve_device(dev)
+    _device._default_device = _ops.creation.resolve_device("cpu" if dev is None else dev)
 
 
 def get_default_device():

@@ -636,13 +636,15 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
         where = "" if self._device.type == "cpu" else self._device.type + "."
         return "ember." + where + _TENSOR_TYPE_NAMES[self._dtype.name]
     if isinstance(dtype, str):
-        module, _, name = dtype.rpartition(".")
-        if name == "Tensor" and dtype.count(".") == 1:
+        parts = dtype.split(".")
+        name = parts[-1]
+        if name == "Tensor" and len(parts) == 2:
             dtype = dt.get_default_dtype()
-        elif name not in _DTYPE_BY_TENSOR_TYPE or module.partition(".")[2] not in ("", "cuda"):
+        elif name not in _DTYPE_BY_TENSOR_TYPE or parts[1:-1] not in ([], ["cuda"]) or \
+                len(parts) == 1:
             raise ValueError(f"invalid type: '{dtype}'")
         else:  # torch's legacy names say the device too: no "cuda." means a CPU tensor
-            device = "cuda" if module.endswith(".cuda") else "cpu"
+            device = "cuda" if len(parts) == 3 else "cpu"
             return to(self, device, _DTYPE_BY_TENSOR_TYPE[name], non_blocking=non_blocking)
     elif isinstance(dtype, type):  # a legacy type (ember.FloatTensor) or Tensor itself
         if issubclass(dtype, Tensor):
