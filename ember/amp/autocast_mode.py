@@ -11,6 +11,8 @@ aten/src/ATen/autocast_mode.cpp/.h and the "Autocast Op Reference":
 - ``"fp32"``: lower-precision floating inputs are widened to float32;
 - ``"promote"``: all floating inputs are cast to the widest of them;
 - ``"banned"``: the op refuses to run (``binary_cross_entropy`` under CUDA autocast);
+- ``"float16"``: the floating inputs run in float16 whatever the region's dtype (CUDA's cuDNN
+  RNN, whose autocast wrapper, aten/src/ATen/cudnn/AutocastRNN.cpp, casts to kHalf);
 - ``"native"``: nothing is cast and the op's inner ops are excluded, for an op that PyTorch
   runs as one kernel outside the lists but Ember composes from listed ops (``bilinear`` is
   ATen's ``_trilinear``, ``interpolate`` the upsample kernels: float32 in, float32 out on the
@@ -108,6 +110,12 @@ def _count_active(step):
     with _active_lock:
         _active_count += step
         active = _active_count > 0
+
+
+def _is_any_autocast_enabled():
+    """Whether this thread has autocast on for any device type (``torch._C``'s function of the
+    name, which the recurrent layers ask before their input-dtype check)."""
+    return any(_state.enabled.values())
 
 
 def get_autocast_dtype(device_type):
@@ -298,11 +306,12 @@ def run_excluded(fn, *args, **kwargs):
     PyTorch's autocast leaves alone although they compute through a listed op (the in-place
     forms, which Ember computes out of place first)."""
     state = _state
-    state.excluded = True
+    # (restored, not cleared: a call made inside an excluded op leaves it excluded)
+    previous, state.excluded = state.excluded, True
     try:
         return fn(*args, **kwargs)
     finally:
-        state.excluded = False
+        state.excluded = previous
 
 
 def _eligible(t, device_type):
@@ -325,6 +334,16 @@ def _cast(t, to, device_type, state):
         state.cache[id(t)] = (t, cast)
         return cast
     return t.to(to)
+
+
+def cached_cast(t, to):
+    """``t`` cast to ``to`` as a listed op casts its arguments (float32 parameters through the
+    weight cache; float64 and non-floating tensors as they are): for an Ember op that fuses
+    what PyTorch composes from listed ops (a recurrent layer's hidden projection is ATen's
+    ``linear``)."""
+    if t is None:
+        return None
+    return _cast(t, to, t._device.type, _state)
 
 
 def _cast_arg(a, to, device_type, state):
@@ -384,6 +403,8 @@ def run(fn, op, *args, **kwargs):
         to = _dt.float32
     elif policy == "promote":
         to = _promote_type((*args, *kwargs.values()), device_type, state)
+    elif policy == "float16":
+        to = _dt.float16
     else:
         raise RuntimeError(_BCE_BANNED)
     args = [_cast_arg(a, to, device_type, state) for a in args]
@@ -419,32 +440,40 @@ _CPU_FP32 = """
     linalg_tensorsolve geqrf qr svd triangular_solve adaptive_max_pool3d linalg_qr
     linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh linalg_lstsq linalg_inv_ex"""
 
-# CUDA's lists, less what Ember does not route through autocast yet, so runs in its input dtype
-# under CUDA autocast: lower - _convolution and the RNN cells (Ember's recurrent layers are
-# fused ops of their own); fp32 - acos asin cosh erfinv exp expm1 log log10 log2 log1p
-# reciprocal rsqrt sinh tan pow, frobenius/nuclear norm and norm, sum,
-# linalg_vector_norm, linalg_matrix_norm (elementwise and reduction hot paths); promote -
-# index_put. ``cross_entropy_loss`` is not in CUDA's lists but its parts (log_softmax,
-# nll_loss) are, so it is float32 there too.
+# CUDA's lists, less the ops Ember does not have: lower - ``_convolution``/``convolution`` and
+# the cuDNN-less fused cells ``_thnn_fused_lstm_cell``/``_thnn_fused_gru_cell``; fp32 -
+# frobenius_norm, nuclear_norm, native_layer_norm. ``cross_entropy_loss`` is not in CUDA's lists
+# but its parts (log_softmax, nll_loss) are, so it is float32 there too; ``trace`` and
+# ``xlogy`` are one unlisted kernel each in PyTorch, which Ember composes from listed ops (sum,
+# log): "native" keeps them in their input dtype. The recurrent layers: oneDNN's LSTM layer on
+# the CPU (``mkldnn_rnn_layer``) and cuDNN's RNN on CUDA (``_cudnn_rnn``, float16 whatever the
+# region's dtype) take part as those kernels, CUDA's cells as ``lstm_cell``...
+# (ember/nn/modules/rnn.py); the float32 unary ops by their names (ops/elementwise.py's
+# ``AUTOCAST_UNARY``).
 POLICIES = {
     "cpu": _policy(
         lower="""conv1d conv2d conv3d bmm mm linalg_vecdot baddbmm addmm addbmm linear matmul
-                 conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d prelu
-                 scaled_dot_product_attention""",
+                 conv_tbc mkldnn_rnn_layer conv_transpose1d conv_transpose2d conv_transpose3d
+                 prelu scaled_dot_product_attention""",
         fp32=_CPU_FP32,
         promote="stack cat index_copy",
         native="bilinear upsample"),
     "cuda": _policy(
         lower="""conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d
                  conv_transpose3d prelu addmm addmv addr matmul einsum mm mv linalg_vecdot
-                 linear addbmm baddbmm bmm chain_matmul linalg_multi_dot
-                 scaled_dot_product_attention""",
+                 linear addbmm baddbmm bmm chain_matmul linalg_multi_dot lstm_cell gru_cell
+                 rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
         fp32="""softplus layer_norm group_norm cosine_similarity poisson_nll_loss
                 cosine_embedding_loss nll_loss hinge_embedding_loss kl_div l1_loss
                 smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss
                 soft_margin_loss triplet_margin_loss multi_margin_loss
                 binary_cross_entropy_with_logits dist pdist cdist renorm logsumexp prod softmax
-                log_softmax cumprod cumsum cross_entropy_loss upsample""",
-        promote="addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler tensordot scatter_add",
-        banned="binary_cross_entropy"),
+                log_softmax cumprod cumsum cross_entropy_loss upsample acos asin cosh erfinv exp
+                expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow sum norm
+                linalg_vector_norm linalg_matrix_norm""",
+        promote="""addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler tensordot
+                   scatter_add index_put""",
+        banned="binary_cross_entropy",
+        float16="_cudnn_rnn",
+        native="trace xlogy"),
 }

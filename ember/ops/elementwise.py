@@ -546,6 +546,9 @@ def _pow_scalar_exponent(input, exponent):
 
 
 def pow(input, exponent, *, out=None):
+    if _autocast.active and _autocast.enabled_for(
+            input if isinstance(input, Tensor) else exponent, "pow"):
+        return _autocast.run(pow, "pow", input, exponent, out=out)
     if not isinstance(exponent, Tensor):
         return _maybe_out(_pow_scalar_exponent(input, exponent), out)
     like, a, b, rt = _operands(input, exponent)
@@ -888,6 +891,11 @@ def _check_unary_dtype(name, d, policy):
 # PyTorch's code generator capitalises a letter after a digit.
 _UNARY_NODE_NAMES = {"log1p": "Log1PBackward0"}
 
+# The unary ops of CUDA autocast's float32 list (ATen's AT_FORALL_FP32): each asks autocast by
+# its own name.
+AUTOCAST_UNARY = frozenset("""acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal
+    rsqrt sinh tan""".split())
+
 
 def _make_unary(name, fwd, formula, saves, policy):
     node_name = _UNARY_NODE_NAMES.get(name, f"{name.capitalize()}Backward0")
@@ -896,8 +904,12 @@ def _make_unary(name, fwd, formula, saves, policy):
                      "holomorphic": name != "abs"})
 
     sparse_form = name == "neg"  # the one unary op PyTorch also defines on sparse tensors
+    autocast_op = name if name in AUTOCAST_UNARY else None
 
     def op(input, *, out=None):
+        if autocast_op is not None and _autocast.active and _autocast.enabled_for(input,
+                                                                                  autocast_op):
+            return _autocast.run(op, autocast_op, input, out=out)
         if sparse_form and input._layout is not _STRIDED:
             from .sparse import neg as sparse_neg
             return sparse_neg(input)
@@ -1294,6 +1306,9 @@ class XlogyBackward2(XlogyBackward0):
 
 
 def xlogy(input, other):
+    if _autocast.active and _autocast.enabled_for(input if isinstance(input, Tensor) else other,
+                                                  "xlogy"):
+        return _autocast.run(xlogy, "xlogy", input, other)
     x = input if isinstance(input, Tensor) else as_tensor_on(input, other)
     y = other if isinstance(other, Tensor) else as_tensor_on(other, x)
     with no_grad():

@@ -25,6 +25,7 @@ from ..autograd.graph import _type_name
 from ._dispatch import Node, needs_grad, record, _wrap, CompositeBackward, record_composite
 from .creation import zeros, ones, full, arange
 from .elementwise import where
+from ..amp import autocast_mode as _autocast
 
 __all__ = ["embedding_bag"]
 
@@ -134,7 +135,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if data.size and (int(data.min()) < 0 or int(data.max()) >= num):
         raise IndexError("index out of range in self")
     if max_norm is not None:
-        _renorm_rows(weight, flat, max_norm, norm_type)
+        # PyTorch's embedding_renorm_ is an in-place kernel, which autocast leaves alone
+        _autocast.run_excluded(_renorm_rows, weight, flat, max_norm, norm_type)
     xp = weight._backend.xp
     out = xp.take(weight._data, data, axis=0).reshape(tuple(input.shape) + (dim,))
     res = _wrap(out, weight.dtype, weight)
@@ -204,7 +206,7 @@ def embedding_bags(input, weight, offsets=None, max_norm=None, norm_type=2,
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
         _check_renorm(weight, flat)
-        _renorm_rows(weight, flat, max_norm, norm_type)
+        _autocast.run_excluded(_renorm_rows, weight, flat, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "

@@ -523,6 +523,8 @@ def getitem_converted(t, nkey):
 
 
 def index_put(input, indices, values, accumulate=False, *, _converted=False):
+    if _autocast.active and not _converted and _autocast.enabled_for(input, "index_put"):
+        return _autocast.run(index_put, "index_put", input, indices, values, accumulate)
     if not _converted:  # the public op takes a sequence of index tensors, nothing else
         for i, k in enumerate(indices):
             if k is not None and not isinstance(k, Tensor):

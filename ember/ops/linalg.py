@@ -2095,6 +2095,8 @@ def norm_except_dim(v, pow=2, dim=0):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(x, "linalg_vector_norm"):
+        return _autocast.run(vector_norm, "linalg_vector_norm", x, ord, dim, keepdim, out=out)
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
                         f"{type(ord).__name__}")
@@ -2108,6 +2110,8 @@ _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(A, "linalg_matrix_norm"):
+        return _autocast.run(matrix_norm, "linalg_matrix_norm", A, ord, dim, keepdim, out=out)
     name = "linalg.matrix_norm"
     if isinstance(dim, int):
         raise TypeError("linalg_matrix_norm(): argument 'dim' must be tuple of ints, not int")

@@ -127,6 +127,8 @@ class SumBackward0(SumBackward1):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "sum"):
+        return _autocast.run(sum, "sum", input, dim, keepdim)
     if input._layout is not _STRIDED:
         from .sparse import sum as sparse_sum
         return sparse_sum(input, dim, keepdim, dtype=dtype)
@@ -553,6 +555,8 @@ class LinalgVectorNormBackward0(Node):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    if _autocast.active and dtype is None and _autocast.enabled_for(input, "norm"):
+        return _autocast.run(norm, "norm", input, p, dim, keepdim)
     if input._dtype._kind < 2:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {dtype_name(input._dtype)}")

@@ -195,6 +195,77 @@ def test_unscale_then_clip_grad_norm_matches_torch():
         np.testing.assert_allclose(pe, pt, rtol=1e-5, atol=1e-6)
 
 
+class _GRUClassifier:
+    """A GRU over a sequence and a linear head on its last hidden state."""
+    @staticmethod
+    def build(lib):
+        class Model(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = lib.nn.GRU(6, 8, batch_first=True)
+                self.head = lib.nn.Linear(8, 4)
+
+            def forward(self, x):
+                return self.head(self.gru(x)[1][0])
+        return Model()
+
+
+def _mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.ReLU(), nn.Linear(16, 4))
+
+
+@pytest.mark.parametrize("build, shape", [(_mlp, (8, 6)), (_GRUClassifier.build, (8, 5, 6))],
+                         ids=["mlp", "gru"])
+def test_autocast_training_loop_matches_torchs_losses(build, shape):
+    """Forward under CPU bfloat16 autocast, GradScaler on the loss, Adam, clipping after
+    unscale_: per step the loss, whether the step ran, the scale and the growth tracker as
+    torch's. A batch scaled by inf at steps 3 and 6 gives inf/nan gradients: skipped, backed
+    off; growth every 2 clean steps."""
+    rng = np.random.default_rng(7)
+    batches = [(rng.standard_normal(shape).astype(np.float32), rng.integers(0, 4, shape[0]))
+               for _ in range(9)]
+
+    def run(lib):
+        torch.manual_seed(0)
+        model = build(torch)
+        if lib is ember:
+            reference, model = model, build(ember)
+            for p, q in zip(reference.parameters(), model.parameters()):
+                with ember.no_grad():
+                    q.copy_(ember.tensor(p.detach().numpy()))
+        opt = lib.optim.Adam(model.parameters(), lr=1e-2)
+        scaler = lib.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=2)
+        records = []
+        for step, (x, y) in enumerate(batches):
+            opt.zero_grad()
+            x = lib.tensor(x * (INF if step in (3, 6) else 1.0))
+            with lib.autocast("cpu"):
+                out = model(x)
+                loss = lib.nn.functional.cross_entropy(out, lib.tensor(y))
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            records.append((str(loss.dtype).split(".")[-1], float(loss.detach()),
+                            scaler.get_scale(), scaler._get_growth_tracker()))
+        return records
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy on the inf batches
+        ours, theirs = run(ember), run(torch)
+    for step, (e, t) in enumerate(zip(ours, theirs)):
+        assert e[0] == t[0] == "float32", step
+        assert e[2:] == t[2:], step
+        if math.isfinite(t[1]):
+            np.testing.assert_allclose(e[1], t[1], rtol=2e-2, err_msg=f"step {step}")
+        else:
+            assert not math.isfinite(e[1]), step
+    assert [r[2] for r in theirs] == [1024.0, 2048.0, 2048.0, 1024.0, 1024.0, 2048.0, 1024.0,
+                                      1024.0, 2048.0]
+
+
 @pytest.mark.parametrize("name", ["SGD", "SparseAdam"])
 def test_sparse_gradients_match_torch(name):
     def run(lib):

@@ -8,12 +8,18 @@ and ``ops.recurrent.rnn_layer``, which runs the recurrence with an analytic back
 time. Packed sequences go through the same op: it takes the rows of all steps stacked
 time-major, which is exactly ``PackedSequence.data``. A cell is one step written out in Ember
 ops as ATen writes it, so its graph shows PyTorch's nodes.
+
+Under autocast a layer runs as PyTorch's kernel for it would: cuDNN's RNN on CUDA and oneDNN's
+LSTM layer on the CPU as one listed op each, every other layer and cell with its projections in
+the region's dtype and its state arithmetic promoting (``RNNBase._autocast_layers``).
 """
 import math
 import numbers
 import warnings
 
+from ... import _dtype as _dt
 from ... import ops as _ops
+from ...amp import autocast_mode as _autocast
 from ...ops._dispatch import dtype_name as _dtype_name
 from ...ops.recurrent import rnn_layer
 from ..parameter import Parameter
@@ -139,7 +145,8 @@ class RNNBase(Module):
 
     def check_input(self, input, batch_sizes):
         weight_dtype = self._flat_weights[0].dtype
-        if input.dtype != weight_dtype:
+        # (under autocast the layer's casts decide, as PyTorch lets them)
+        if input.dtype != weight_dtype and not _autocast._is_any_autocast_enabled():
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
                              f"convert model: model.to({input.dtype})")
@@ -194,12 +201,42 @@ class RNNBase(Module):
 
     # ---- the computation ------------------------------------------------------------------
 
-    def _layers(self, x, batch_sizes, h0, c0):
+    def _layers(self, x, batch_sizes, h0, c0, packed=False):
         """All layers over ``x`` (``[N, input_size]``, steps stacked time-major); ``h0``/``c0``
-        are ``[layers * directions, B, size]``. Returns (output, h_n, c_n)."""
+        are ``[layers * directions, B, size]``; ``packed``: ``x`` is a PackedSequence's data.
+        Returns (output, h_n, c_n)."""
+        if _autocast.active and _autocast.enabled_for(x, None):
+            return self._autocast_layers(x, batch_sizes, h0, c0, packed)
+        return self._layers_with(x, batch_sizes, h0, c0, self._flat_weights)
+
+    def _autocast_layers(self, x, batch_sizes, h0, c0, packed):
+        """The layers under autocast as PyTorch runs them. cuDNN's RNN on CUDA is one autocast
+        op (``_cudnn_rnn``), and so is oneDNN's LSTM layer on the CPU (``mkldnn_rnn_layer``)
+        where oneDNN takes the LSTM: a padded batch (PyTorch's packed overload never asks
+        oneDNN), no projection, a float32 or bfloat16 input, oneDNN enabled. PyTorch's bfloat16
+        check of the machine is taken as passed, as on AVX-512 CPUs, and its float16 one as
+        failed, as on CPUs without AVX512-FP16. Every other layer PyTorch composes from ops,
+        its projections being listed ops: ``_autocast_composed_layer``."""
+        from ...backends import mkldnn
+        weights = self._flat_weights
+        if _autocast.enabled_for(x, "_cudnn_rnn"):
+            return _autocast.run(_fused_layers, "_cudnn_rnn", self, x, batch_sizes, h0, c0,
+                                 weights)
+        if (self.mode == "LSTM" and not packed and self.proj_size == 0 and mkldnn.enabled
+                and x.dtype in (_dt.float32, _dt.bfloat16)
+                and _autocast.enabled_for(x, "mkldnn_rnn_layer")):
+            return _autocast.run(_fused_layers, "mkldnn_rnn_layer", self, x, batch_sizes, h0, c0,
+                                 weights)
+        layer_op = _autocast_composed_layer if _autocast.enabled_for(x, "linear") else rnn_layer
+        return self._layers_with(x, batch_sizes, h0, c0, weights, layer_op)
+
+    def _layers_with(self, x, batch_sizes, h0, c0, flat_weights, layer_op=rnn_layer):
+        """``_layers`` with the weights given in ``_flat_weights`` order, one layer and
+        direction at a time through ``layer_op`` (``rnn_layer``'s signature)."""
         directions = 2 if self.bidirectional else 1
         h0s = h0.unbind(0)
         c0s = c0.unbind(0) if c0 is not None else None
+        named = dict(zip(self._flat_weights_names, flat_weights))
         hns, cns = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -208,12 +245,12 @@ class RNNBase(Module):
                 k = layer * directions + direction
                 weights = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh", "w_hr"), (None,) * 5))
                 for name in self._all_weights[k]:
-                    weights[_ROLE[name.split("_l")[0]]] = getattr(self, name)
+                    weights[_ROLE[name.split("_l")[0]]] = named[name]
                 gates_x = F.linear(layer_input, weights["w_ih"], weights["b_ih"])
-                out, hn, cn = rnn_layer(self.mode, gates_x, h0s[k],
-                                        c0s[k] if c0s is not None else None, weights["w_hh"],
-                                        weights["b_hh"], weights["w_hr"], batch_sizes,
-                                        reverse=direction == 1)
+                out, hn, cn = layer_op(self.mode, gates_x, h0s[k],
+                                       c0s[k] if c0s is not None else None, weights["w_hh"],
+                                       weights["b_hh"], weights["w_hr"], batch_sizes,
+                                       reverse=direction == 1)
                 outs.append(out)
                 hns.append(hn)
                 cns.append(cn)
@@ -225,7 +262,7 @@ class RNNBase(Module):
     def _run(self, input, batch_sizes, h0, c0):
         """``input`` is packed data (``batch_sizes`` given) or a padded 3-D batch."""
         if batch_sizes is not None:
-            return self._layers(input, batch_sizes, h0, c0)
+            return self._layers(input, batch_sizes, h0, c0, packed=True)
         x = input.transpose(0, 1) if self.batch_first else input
         steps, batch = x.shape[0], x.shape[1]
         if steps == 0:
@@ -287,6 +324,41 @@ class RNNBase(Module):
 
 _ROLE = {"weight_ih": "w_ih", "weight_hh": "w_hh", "bias_ih": "b_ih", "bias_hh": "b_hh",
          "weight_hr": "w_hr"}
+
+
+def _fused_layers(module, x, batch_sizes, h0, c0, flat_weights):
+    """The layers as one autocast op (cuDNN's or oneDNN's): ``autocast_mode.run`` has cast
+    every argument, weights included."""
+    return module._layers_with(x, batch_sizes, h0, c0, flat_weights)
+
+
+def _autocast_composed_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None,
+                             batch_sizes=None, reverse=False):
+    """One layer and direction under autocast where PyTorch composes it from ops (ATen's
+    RNN.cpp cells). Its hidden projection is a listed ``linear`` and the LSTM projection a
+    listed ``matmul``: they run in the region's dtype (that of ``gates_x``, from the listed
+    input projection), and so does what is computed from them alone. A state updated from its
+    own previous value (GRU's hidden state, LSTM's cell state and, without a projection, its
+    hidden state) promotes with that value, so a float32 ``h0`` (GRU) or ``c0`` (LSTM) keeps the
+    recurrence in float32: the fused op then runs in float32 on the weights rounded to the
+    region's dtype, as PyTorch's linears see them."""
+    lower = gates_x.dtype
+    held = {"GRU": h0, "LSTM": c0}.get(mode)
+    state = lower if held is None else _dt.promote_types(held.dtype, lower)
+    cast = _autocast.cached_cast
+    if mode != "GRU":
+        h0 = cast(h0, lower)
+    w_hh, b_hh, w_hr = cast(w_hh, lower), cast(b_hh, lower), cast(w_hr, lower)
+    # (a float64 state meets the lower-precision weights in rnn_layer's dtype check, as
+    # PyTorch's linear refuses it)
+    if state is _dt.float32:
+        gates_x, h0, c0, w_hh, b_hh, w_hr = (None if t is None else t.to(state)
+                                             for t in (gates_x, h0, c0, w_hh, b_hh, w_hr))
+    out, hn, cn = rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh, w_hr, batch_sizes,
+                            reverse=reverse)
+    if w_hr is not None and out.dtype is not lower:
+        out, hn = out.to(lower), hn.to(lower)
+    return out, hn, cn
 
 
 class RNN(RNNBase):
@@ -441,42 +513,13 @@ class RNNCellBase(Module):
 
     def _step(self, mode, input, states):
         """One step of the cell (PyTorch's ``_VF.*_cell``), with ATen's checks."""
-        if input.dtype != self.weight_ih.dtype:
-            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                               f"{_dtype_name(input.dtype)} and "
-                               f"{_dtype_name(self.weight_ih.dtype)}")
-        if input.size(1) != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} "
-                               f"expected {self.input_size}")
-        for idx, hx in enumerate(states):
-            if input.size(0) != hx.size(0):
-                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{idx} "
-                                   f"batch size {hx.size(0)}")
-            if hx.size(1) != self.hidden_size:
-                raise RuntimeError(f"hidden{idx} has inconsistent hidden_size: got "
-                                   f"{hx.size(1)}, expected {self.hidden_size}")
-        # ATen's cell written out op by op, so the step records PyTorch's graph (Addmm,
-        # UnsafeSplit, Sigmoid, ... nodes in the same order); each op is one vectorised kernel.
-        hx = states[0]
-        if hx.dtype != self.weight_hh.dtype:
-            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                               f"{_dtype_name(hx.dtype)} and "
-                               f"{_dtype_name(self.weight_hh.dtype)}")
-        igates = F.linear(input, self.weight_ih, self.bias_ih)
-        hgates = F.linear(hx, self.weight_hh, self.bias_hh)
-        if mode == "LSTM":
-            i, f, g, o = (hgates + igates).unsafe_chunk(4, 1)
-            cy = f.sigmoid() * states[1] + i.sigmoid() * g.tanh()
-            return o.sigmoid() * cy.tanh(), cy
-        if mode == "GRU":
-            i_r, i_z, i_n = igates.unsafe_chunk(3, 1)
-            h_r, h_z, h_n = hgates.unsafe_chunk(3, 1)
-            reset = (h_r + i_r).sigmoid()
-            update = (h_z + i_z).sigmoid()
-            new = (i_n + h_n * reset).tanh()
-            return (hx - new) * update + new, None
-        pre = hgates + igates
-        return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
+        weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        if _autocast.active:
+            op = _CELL_OPS[mode]
+            if _autocast.enabled_for(input, op):
+                # CUDA's lower-precision list names the cells: input, states and weights cast.
+                return _autocast.run(_cell_step, op, self, mode, input, states, *weights)
+        return _cell_step(self, mode, input, states, *weights)
 
     def _zeros(self, input):
         return _ops.zeros(input.size(0), self.hidden_size, dtype=input.dtype,
@@ -494,6 +537,52 @@ class RNNCellBase(Module):
             hx = hx.unsqueeze(0)
         ret, _ = self._step(self._mode(), input, (hx,))
         return ret if is_batched else ret.squeeze(0)
+
+
+# The cells' ATen names, by which CUDA's autocast lists them (the CPU's lists do not).
+_CELL_OPS = {"LSTM": "lstm_cell", "GRU": "gru_cell", "RNN_TANH": "rnn_tanh_cell",
+             "RNN_RELU": "rnn_relu_cell"}
+
+
+def _cell_step(cell, mode, input, states, w_ih, w_hh, b_ih, b_hh):
+    """``RNNCellBase._step`` on the given weights."""
+    # Where autocast casts the cell's linears (the CPU's policy, which composes the cell from
+    # them), ATen's matrix products meet no dtype mismatch.
+    casting = _autocast.active and _autocast.enabled_for(input, "linear")
+    if input.dtype != w_ih.dtype and not casting:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(w_ih.dtype)}")
+    if input.size(1) != cell.input_size:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} "
+                           f"expected {cell.input_size}")
+    for idx, hx in enumerate(states):
+        if input.size(0) != hx.size(0):
+            raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{idx} "
+                               f"batch size {hx.size(0)}")
+        if hx.size(1) != cell.hidden_size:
+            raise RuntimeError(f"hidden{idx} has inconsistent hidden_size: got "
+                               f"{hx.size(1)}, expected {cell.hidden_size}")
+    # ATen's cell written out op by op, so the step records PyTorch's graph (Addmm,
+    # UnsafeSplit, Sigmoid, ... nodes in the same order); each op is one vectorised kernel.
+    hx = states[0]
+    if hx.dtype != w_hh.dtype and not casting:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(hx.dtype)} and {_dtype_name(w_hh.dtype)}")
+    igates = F.linear(input, w_ih, b_ih)
+    hgates = F.linear(hx, w_hh, b_hh)
+    if mode == "LSTM":
+        i, f, g, o = (hgates + igates).unsafe_chunk(4, 1)
+        cy = f.sigmoid() * states[1] + i.sigmoid() * g.tanh()
+        return o.sigmoid() * cy.tanh(), cy
+    if mode == "GRU":
+        i_r, i_z, i_n = igates.unsafe_chunk(3, 1)
+        h_r, h_z, h_n = hgates.unsafe_chunk(3, 1)
+        reset = (h_r + i_r).sigmoid()
+        update = (h_z + i_z).sigmoid()
+        new = (i_n + h_n * reset).tanh()
+        return (hx - new) * update + new, None
+    pre = hgates + igates
+    return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
 
 class RNNCell(RNNCellBase):
