@@ -13,6 +13,7 @@ from . import _layout as _layouts
 from ._device import device as _device_cls
 from .backends import get_backend
 from .autograd.graph import VersionCounter
+from .autograd import engine as _engine
 
 __all__ = ["Tensor"]
 
@@ -23,6 +24,9 @@ _generic = np.generic
 class Tensor:
     __slots__ = ("_data", "_dtype", "_device", "_backend", "_requires_grad", "grad_fn",
                  "__dict__", "__weakref__")
+    # torch.autograd.Variable._execution_engine: code written for torch (DDP's reducer) queues
+    # end-of-backward callbacks through it
+    _execution_engine = _engine
 
     # Rarely set state, stored in the instance dict only when it differs from these defaults.
     _output_nr = 0

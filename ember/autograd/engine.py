@@ -6,11 +6,46 @@ shape or dtype differs from the input it flows to (broadcasting, type promotion)
 with ``sum_to_size`` and cast here, once, so individual ops never do it.
 """
 import heapq
+import threading
 
 from . import grad_mode, anomaly_mode
 from .graph import AccumulateGrad, accumulate_grad_node, run_tensor_hooks
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "queue_callback"]
+
+# Per thread: how deep backward passes are nested, and the callbacks queued for the end of the
+# outermost one (a backward run inside a hook is part of the outer pass, as DDP needs).
+_final = threading.local()
+
+
+def queue_callback(callback):
+    """Run ``callback()`` once, when the backward pass now running has finished (torch's
+    ``Variable._execution_engine.queue_callback``); DDP finalises its buckets this way.
+    Callbacks run in the order queued, after every gradient was accumulated; a callback may
+    queue more. A backward that raises drops its callbacks."""
+    if not getattr(_final, "depth", 0):
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final.callbacks.append(callback)
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
+                 allow_unused=False, accumulate=True):
+    depth = getattr(_final, "depth", 0)
+    if depth == 0:
+        _final.callbacks = []
+    _final.depth = depth + 1
+    try:
+        results = _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs,
+                                allow_unused, accumulate)
+        if depth == 0:
+            callbacks = _final.callbacks
+            while callbacks:
+                callbacks.pop(0)()
+    finally:
+        _final.depth = depth
+        if depth == 0:
+            _final.callbacks = []
+    return results
 
 
 def _root_edge(t):
@@ -78,8 +113,8 @@ def _adjust(grad, meta, node, index):
     return grad
 
 
-def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
-                 allow_unused=False, accumulate=True):
+def _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
+                  allow_unused=False, accumulate=True):
     """Backpropagate ``grad_tensors`` from ``tensors``.
 
     ``accumulate=True`` (``Tensor.backward``) adds into leaves' ``.grad`` — restricted to

@@ -253,7 +253,10 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._edges = ()
         self._in_meta = ()
-        self._seq = -1  # runs last among ready nodes, like PyTorch's max sequence number
+        # PyTorch gives AccumulateGrad the maximum sequence number, so it runs first among
+        # ready nodes: a gradient reaches .grad and the post-accumulate hooks as soon as it is
+        # complete, which is what lets DDP start a bucket's all-reduce while backward goes on.
+        self._seq = float("inf")
         self._saved = ()
         self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retained = None
         self._trace = None
