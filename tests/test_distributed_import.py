@@ -1,6 +1,8 @@
 """``ember.distributed`` before any process group, as ``torch.distributed``: the availability
-flags (honest: Ember has no backend yet), the constants, and every call that needs a group
-raising PyTorch's error; ``init_process_group`` says plainly that there is no backend."""
+flags (honest: MPI through mpi4py, NCCL where CuPy is installed, never gloo), the constants,
+and every call that needs a group raising PyTorch's error; ``init_process_group("gloo")`` says
+plainly that Ember has no gloo and names the backend to use."""
+import importlib.util
 import pickle
 
 import pytest
@@ -57,16 +59,19 @@ def test_all_gather_into_tensor_and_reduce_scatter_tensor_raise_torchs_error():
 
 
 def test_availability_is_honest():
-    assert dist.is_available() is False  # torch: True; Ember has no backend yet
+    assert dist.is_available() is True and tdist.is_available() is True  # mpi4py is installed
     assert dist.is_initialized() is False and tdist.is_initialized() is False
-    assert (dist.is_mpi_available(), dist.is_nccl_available(), dist.is_gloo_available(),
-            dist.is_ucc_available(), dist.is_xccl_available()) == (False,) * 5
+    assert dist.is_mpi_available() is True
+    if importlib.util.find_spec("cupy") is None:
+        assert dist.is_nccl_available() is False
+    assert (dist.is_gloo_available(), dist.is_ucc_available(), dist.is_xccl_available()) == \
+        (False,) * 3
     assert dist.is_torchelastic_launched() == tdist.is_torchelastic_launched()
 
 
-def test_init_process_group_says_there_is_no_backend():
-    with pytest.raises(RuntimeError, match="no communication backend"):
-        dist.init_process_group("gloo", rank=0, world_size=1)
+def test_init_process_group_refuses_gloo_and_names_mpi():
+    with pytest.raises(RuntimeError, match="no gloo backend: use backend='mpi'"):
+        dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
     assert dist.is_initialized() is False
 
 
