@@ -1,6 +1,6 @@
 """``ember.nn.parallel``: ``DataParallel`` (one device, or the CPU), ``data_parallel`` and
-``DistributedDataParallel`` (which needs a process group, which Ember cannot create yet), as
-``torch.nn.parallel``."""
+``DistributedDataParallel`` (gradients averaged over a process group of ``ember.distributed``,
+bucketed and all-reduced during backward), as ``torch.nn.parallel``."""
 from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
