@@ -24,6 +24,8 @@ Sections, each time-boxed (a section that runs out of time stops and reports
    of repeats): TransformerEncoder training samples/s (float32, and bf16 autocast when
    ``ember.autocast`` exists), a 4096x4096 matmul against raw CuPy, a 100-op eager chain against
    torch, pinned host<->device copies against CuPy's bandwidth.
+7. nccl: ``init_process_group("nccl")`` at world size 1 (a HashStore): all_reduce's results
+   for each op and dtype, and its time against a raw ``NcclCommunicator`` on the same buffer.
 
 ``--device cupyconf`` is the CuPy conformance device of the test suite (tests/conformance): the
 real CUDA backend over a NumPy-backed stand-in for CuPy 14.2. It is a conformance device, not a
@@ -57,10 +59,10 @@ SKIPPED = "skipped: time budget"
 # The environment is not weighted: it gets up to ENVIRONMENT_S. The parity tests' pytest runs
 # from the start, beside the sections before it, so its own share is what it may still need.
 SECTION_WEIGHTS = {"op_table": 30, "nn_optim_parity": 20, "training_parity": 14, "memory": 2,
-                   "timings": 30}
+                   "timings": 30, "nccl": 3}
 # --quick (the dry run's mode) times small sizes: the parity sections get the time instead.
 SECTION_WEIGHTS_QUICK = {"op_table": 45, "nn_optim_parity": 20, "training_parity": 20,
-                         "memory": 2, "timings": 13}
+                         "memory": 2, "timings": 13, "nccl": 2}
 ENVIRONMENT_S = 15.0
 # Seconds kept back at the end for writing the report.
 RESERVE_S = 3.0
@@ -845,12 +847,80 @@ def section_timings(args, result, deadline):
 
 
 # ---------------------------------------------------------------------------------------------
+# 7. NCCL: the distributed backend at world size 1
+# ---------------------------------------------------------------------------------------------
+
+def section_nccl(args, result, deadline):
+    """``init_process_group("nccl")`` over a HashStore with world size 1: all_reduce results
+    (each op and dtype, sync and async_op) equal their input, then Ember's all_reduce against a
+    raw ``NcclCommunicator.allReduce`` on the same buffer. At world size 1 NCCL moves no data
+    between devices, so the bus bandwidth (algorithm bandwidth x 2(n-1)/n) is 0 by definition:
+    the row gives the algorithm bandwidth and the ratio, which measures Ember's overhead."""
+    if not is_real_gpu(args.device):
+        result["status"] = (f"not available: NCCL needs a CUDA device ({args.device} is the "
+                            "CuPy conformance device)")
+        return
+    from ember.distributed import process_group_nccl
+    try:
+        cupy, nccl = process_group_nccl._import_nccl()
+    except RuntimeError as exc:
+        result["status"] = f"not available: {exc}"
+        return
+    import datetime
+    import ember
+    import ember.distributed as dist
+    from ember.distributed.store import HashStore
+    result["nccl_version"] = nccl.get_version()
+    dev = args.device
+    dist.init_process_group("nccl", store=HashStore(), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        checks = result["checks"] = {}
+        ops = {"SUM": dist.ReduceOp.SUM, "AVG": dist.ReduceOp.AVG, "MIN": dist.ReduceOp.MIN,
+               "MAX": dist.ReduceOp.MAX, "PRODUCT": dist.ReduceOp.PRODUCT}
+        for dtype in (ember.float32, ember.bfloat16, ember.float16, ember.int64):
+            for name, op in ops.items():
+                t = ember.arange(12, device=dev).reshape(3, 4).to(dtype)
+                expected = t.cpu()
+                work = dist.all_reduce(t, op=op, async_op=name == "SUM")
+                if work is not None:
+                    work.wait()
+                checks[f"{name} {str(dtype).split('.')[-1]}"] = bool(
+                    ember.equal(t.cpu(), expected) and t.device.type == "cuda")
+        result["correct"] = all(checks.values())
+        row = result["bandwidth"] = {"goal": "ember all_reduce time <= 1.1x raw NCCL (same "
+                                     "buffer; world size 1: bus bandwidth is 0 by definition)"}
+        nbytes = (4 << 20) if args.quick else (256 << 20)
+        x = ember.ones(nbytes // 4, dtype=ember.float32, device=dev)
+        raw = x._data
+        with cupy.cuda.Device(x.device.index or 0):
+            comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+
+        def raw_all_reduce():
+            comm.allReduce(raw.data.ptr, raw.data.ptr, raw.size, nccl.NCCL_FLOAT32,
+                           nccl.NCCL_SUM, cupy.cuda.get_current_stream().ptr)
+        sync = lambda: ember_sync(dev)  # noqa: E731
+        warm, repeats = (2, 5) if args.quick else (3, 20)
+        mid = time.monotonic() + (deadline - time.monotonic()) / 2
+        e_s, e_n = _median_time(lambda: dist.all_reduce(x), sync, warm, repeats, mid)
+        r_s, r_n = _median_time(raw_all_reduce, sync, warm, repeats, deadline)
+        comm.destroy()
+        row.update(bytes=nbytes, ember_us=e_s * 1e6, raw_nccl_us=r_s * 1e6,
+                   ember_algbw_gbs=nbytes / e_s / 1e9, raw_algbw_gbs=nbytes / r_s / 1e9,
+                   busbw_gbs=0.0, ratio=e_s / r_s, repeats=[e_n, r_n], status="measured")
+        row["goal_met"] = row["ratio"] <= 1.1
+        result["status"] = "passed" if result["correct"] else "failed"
+    finally:
+        dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------
 
 SECTIONS = [("environment", section_environment), ("op_table", section_op_table),
             ("nn_optim_parity", section_parity), ("training_parity", section_training),
-            ("memory", section_memory), ("timings", section_timings)]
+            ("memory", section_memory), ("timings", section_timings), ("nccl", section_nccl)]
 
 
 def preload():
@@ -862,8 +932,10 @@ def preload():
     import ember.nn  # noqa: F401
     import ember.optim  # noqa: F401
     from opinfo import registry  # noqa: F401 - imports every op table
+    import ember.distributed  # noqa: F401 - the nccl section's front end
     try:
         import cupy  # noqa: F401
+        import cupy.cuda.nccl  # noqa: F401 - loads libnccl, where CuPy finds it
     except ImportError:
         pass
     ember.empty(0)
@@ -969,6 +1041,12 @@ def render_markdown(report):
             detail = ", ".join(f"{k}: {v['status']}" for k, v in sec["rows"].items()
                                if v["status"] != "measured") or "all rows measured"
             detail = detail.replace("|", "/")[:300]
+        elif name == "nccl" and "bandwidth" in sec:
+            bw = sec["bandwidth"]
+            detail = (f"all_reduce {'correct' if sec.get('correct') else 'WRONG'}; "
+                      + (f"{_fmt(bw['ember_algbw_gbs'])} GB/s algbw vs raw NCCL "
+                         f"{_fmt(bw['raw_algbw_gbs'])}, ratio {_fmt(bw['ratio'])}"
+                         if "ratio" in bw else bw.get("status", "")))
         elif "error" in sec:
             detail = sec["error"].replace("|", "\\|").replace("\n", " ")[:200]
         lines.append(f"| {name} | {sec.get('status')} | {detail} | {sec.get('elapsed_s')} |")

@@ -19,7 +19,8 @@ import gpu_check  # noqa: E402
 # The script's own hard budget. A quiet core runs the quick check in about 40 s of CPU time; the
 # budget leaves room for a CI machine shared with other jobs.
 BUDGET_S = 240
-SECTIONS = ["environment", "op_table", "nn_optim_parity", "training_parity", "memory", "timings"]
+SECTIONS = ["environment", "op_table", "nn_optim_parity", "training_parity", "memory", "timings",
+            "nccl"]
 TIMING_ROWS = ["transformer_train_float32", "transformer_train_bf16_autocast", "matmul_4096",
                "eager_chain_100_ops", "pinned_copies"]
 
