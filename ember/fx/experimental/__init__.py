@@ -1,0 +1,2 @@
+"""``ember.fx.experimental``: tracing tools beyond ``symbolic_trace``, as
+``torch.fx.experimental``."""
