@@ -221,6 +221,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "
                         f"{type(timeout)}")
     from .store import PrefixStore
+    if mapping.get("cpu") == "mpi" and _mpi_launched():
+        # MPI_Init waits for the rest of its mpiexec job while holding the GIL, so it runs
+        # before this process serves any store: a peer's store request it blocked, while that
+        # peer is the one MPI_Init waits for, would deadlock the job.
+        from .process_group_mpi import _mpi
+        _mpi()
     if store is not None:
         if world_size <= 0:
             raise AssertionError("world_size must be positive if using store")

@@ -228,7 +228,8 @@ def _recv_fields(sock):
     return fields
 
 
-_INIT_KEY = "init/"  # torch's master holds one internal key too (num_keys starts at 1)
+_INIT_KEY = "init/"
+_REPLY_GRACE = 5.0  # seconds a reply may take beyond the server's own limit  # torch's master holds one internal key too (num_keys starts at 1)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -373,11 +374,20 @@ class TCPStore(Store):
                                      f"{self.host}:{self.port}")
             time.sleep(0.01)
 
-    def _request(self, *fields):
+    def _request(self, *fields, waits=None):
+        # The server answers a get or wait within its limit (``waits``), anything else at once:
+        # a reply later than that (a master that is gone or stuck) is an error, never a hang.
+        limit = self._limit() if waits is None else waits
+        no_limit = limit is None or limit < 0
         with self._lock:
             try:
+                self._sock.settimeout(None if no_limit else limit + _REPLY_GRACE)
                 _send_fields(self._sock, list(fields))
                 reply = _recv_fields(self._sock)
+            except socket.timeout as exc:
+                raise DistNetworkError(
+                    f"TCPStore at {self.host}:{self.port}: no reply to {fields[0].decode()} "
+                    f"within {int((limit + _REPLY_GRACE) * 1000)}ms") from exc
             except (OSError, ConnectionError, struct.error) as exc:
                 raise DistNetworkError(f"TCPStore at {self.host}:{self.port}: {exc}") from exc
         if reply[0] == b"error":
@@ -389,7 +399,8 @@ class TCPStore(Store):
 
     def get(self, key):
         limit = self._limit()
-        reply = self._request(b"get", key.encode(), str(limit).encode())
+        reply = self._request(b"get", key.encode(), str(-1 if limit is None else limit).encode(),
+                              waits=limit)
         if reply[0] == b"timeout":
             raise DistStoreError(f"wait timeout after {int(limit * 1000)}ms, keys: /{key}")
         return reply[1]
@@ -407,7 +418,9 @@ class TCPStore(Store):
     def wait(self, keys, timeout=None):
         keys = _keys(keys)
         limit = self._limit(timeout)
-        reply = self._request(b"wait", str(limit).encode(), *[k.encode() for k in keys])
+        reply = self._request(b"wait", str(-1 if limit is None else limit).encode(),
+                              *[k.encode() for k in keys],
+                              waits=limit)
         if reply[0] == b"timeout":
             raise DistStoreError(f"wait timeout after {int(limit * 1000)}ms, keys: "
                                  + ", ".join(f"/{k}" for k in keys))

@@ -195,3 +195,24 @@ def test_init_process_group_single_rank_with_store():
     with pytest.raises(AssertionError, match="Cannot specify both"):
         dist.init_process_group("mpi", store=store, init_method="env://", rank=0,
                                 world_size=1)
+
+
+def test_a_master_that_never_replies_is_an_error_not_a_hang():
+    # A TCPStore whose server accepted the connection but never answers (a master stuck or
+    # gone): the client gives up after the store's timeout plus a grace, naming the request.
+    import datetime
+    import socket
+    import threading
+    import time
+    from ember.distributed import DistNetworkError, TCPStore
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    held = []
+    threading.Thread(target=lambda: held.append(listener.accept()), daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(DistNetworkError, match="no reply to add within"):
+        TCPStore("127.0.0.1", listener.getsockname()[1], 1, False,
+                 timeout=datetime.timedelta(seconds=0.5))
+    assert time.monotonic() - start < 30
+    listener.close()
