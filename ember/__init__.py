@@ -292,7 +292,8 @@ from .serialization import save, load  # noqa: E402,F401
 # Add a namespace here by its module name under ``ember``.
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
-                              "cpu", "types", "nn", "amp", "fx", "futures"})
+                              "cpu", "types", "nn", "amp", "fx", "futures", "jit",
+                              "export"})
 
 
 def __getattr__(name):

@@ -212,6 +212,19 @@ def _patch_cell(patcher, cell, value):
     patcher._undo.append(lambda: setattr(cell, "cell_contents", old))
 
 
+def _patch_defaults(patcher, fn, recorders):
+    def swap(v):
+        try:
+            return recorders.get(v, v)
+        except TypeError:  # an unhashable default
+            return v
+    defaults = tuple(swap(v) for v in fn.__defaults__)
+    if any(a is not b for a, b in zip(defaults, fn.__defaults__)):
+        old = fn.__defaults__
+        fn.__defaults__ = defaults
+        patcher._undo.append(lambda: setattr(fn, "__defaults__", old))
+
+
 def _patch_everything(patcher, extra_globals, closures=()):
     import sys
     from ..._tensor import Tensor
@@ -239,6 +252,10 @@ def _patch_everything(patcher, extra_globals, closures=()):
                         r = recorders.get(member.__func__)
                         if r is not None:
                             patcher.patch(v, attr, staticmethod(r))
+                    elif isinstance(member, types.FunctionType) and member.__defaults__:
+                        # An op bound as a default argument (``layer_op=rnn_layer``, the
+                        # recurrent layers) is captured at definition time.
+                        _patch_defaults(patcher, member, recorders)
     for cells in closures:
         for cell in cells or ():
             try:
