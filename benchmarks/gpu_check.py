@@ -12,7 +12,7 @@ Sections, each time-boxed (a section that runs out of time stops and reports
    fails (no usable device or oracle), the other sections are not run.
 2. op_table: every row of the op table (tests/opinfo) run on ``--device`` against Ember on the
    CPU: output values, dtypes and shapes, and the gradients of a random cotangent.
-3. nn_optim_parity: the nn/optim parity tests (tests/nn, tests/optim) with their ``device``
+3. nn_optim_parity: the parity tests of tests/nn, tests/optim and tests/amp with their ``device``
    fixture switched to ``--device`` (``EMBER_TEST_DEVICE``), in a subprocess started with the
    op table and running beside it; counts parsed.
 4. training_parity: an MLP, a CNN and a Transformer encoder trained for a few steps by Ember on
@@ -21,8 +21,8 @@ Sections, each time-boxed (a section that runs out of time stops and reports
 5. memory: ``ember.cuda.memory_allocated`` and friends against CuPy's memory pool after
    allocating known sizes.
 6. timings: the issue's performance goals as ratios (each side warmed up, synchronised, median
-   of repeats): TransformerEncoder training samples/s (float32, and bf16 autocast when
-   ``ember.autocast`` exists), a 4096x4096 matmul against raw CuPy, a 100-op eager chain against
+   of repeats): TransformerEncoder training samples/s (float32, bf16 autocast, and fp16
+   autocast, whose goal also asks 1.5x Ember's own float32), a 4096x4096 matmul against raw CuPy, a 100-op eager chain against
    torch, pinned host<->device copies against CuPy's bandwidth.
 7. nccl: ``init_process_group("nccl")`` at world size 1 (a HashStore): all_reduce's results
    for each op and dtype, and its time against a raw ``NcclCommunicator`` on the same buffer.
@@ -324,7 +324,7 @@ def section_op_table(args, result, deadline):
 # 3. nn/optim parity tests with the device fixture switched
 # ---------------------------------------------------------------------------------------------
 
-PARITY_FILES = ["tests/nn", "tests/optim"]
+PARITY_FILES = ["tests/nn", "tests/optim", "tests/amp"]  # amp: its cuda-marked tests
 # --quick: the transformer layers' device test and the optimizer tests of SGD and AdamW (those
 # the training section uses), to fit a one-minute dry run.
 PARITY_FILES_QUICK = ["tests/nn/test_transformer.py", "tests/optim/test_optimizers.py"]
@@ -677,24 +677,35 @@ def _transformer_step(lib, device, sizes, autocast_dtype=None):
     return step
 
 
-def _row_transformer(args, deadline, bf16):
+# the float32 row's Ember samples/s, which the float16 row's own-speedup goal divides by
+_EMBER_FLOAT32 = {}
+
+
+def _row_transformer(args, deadline, autocast_dtype=None):
+    """The Transformer training step's samples/s, Ember against torch, in float32 or under
+    autocast to ``autocast_dtype`` ("bfloat16", "float16") on both sides."""
     import torch
     import ember
     sizes = _transformer_sizes(args.quick)
     row = {"goal": "ember samples/s >= 0.7x torch", "sizes": dict(zip(
         ("d_model", "heads", "ff", "layers", "seq", "batch"), sizes))}
-    if bf16 and not hasattr(ember, "autocast"):
+    if autocast_dtype == "float16":
+        row["goal"] += " and >= 1.5x Ember's own float32"
+    if autocast_dtype and not hasattr(ember, "autocast"):
         row["status"] = "not available: ember.autocast missing"
         return row
-    if bf16:
+    if autocast_dtype:
         try:  # autocast names the device types it supports: the conformance device is not one
-            ember.autocast(device_type=args.device.split(":")[0], dtype=ember.bfloat16)
+            ember.autocast(device_type=args.device.split(":")[0],
+                           dtype=getattr(ember, autocast_dtype))
         except (RuntimeError, ValueError) as exc:
             row["status"] = f"not available: ember.autocast refuses {args.device}: {exc}"
             return row
     warm, repeats = (1, 3) if args.quick else (2, 5)
-    e_step = _transformer_step(ember, args.device, sizes, ember.bfloat16 if bf16 else None)
-    t_step = _transformer_step(torch, args.oracle_device, sizes, torch.bfloat16 if bf16 else None)
+    e_dtype = getattr(ember, autocast_dtype) if autocast_dtype else None
+    t_dtype = getattr(torch, autocast_dtype) if autocast_dtype else None
+    e_step = _transformer_step(ember, args.device, sizes, e_dtype)
+    t_step = _transformer_step(torch, args.oracle_device, sizes, t_dtype)
     mid = time.monotonic() + (deadline - time.monotonic()) / 2
     e_s, e_n = _median_time(e_step, lambda: ember_sync(args.device), warm, repeats, mid)
     t_s, t_n = _median_time(t_step, lambda: torch_sync(args.oracle_device), warm, repeats, deadline)
@@ -702,6 +713,12 @@ def _row_transformer(args, deadline, bf16):
     row.update(ember_samples_per_s=batch / e_s, torch_samples_per_s=batch / t_s,
                ratio=t_s / e_s, repeats=[e_n, t_n])
     row["goal_met"] = row["ratio"] >= 0.7
+    if autocast_dtype is None:
+        _EMBER_FLOAT32["samples_per_s"] = row["ember_samples_per_s"]
+    elif autocast_dtype == "float16":
+        base = _EMBER_FLOAT32.get("samples_per_s")
+        row["own_speedup"] = None if base is None else row["ember_samples_per_s"] / base
+        row["goal_met"] = row["goal_met"] and base is not None and row["own_speedup"] >= 1.5
     row["status"] = "measured"
     return row
 
@@ -798,8 +815,9 @@ def _row_pinned_copies(args, deadline):
 
 
 TIMING_ROWS = [
-    ("transformer_train_float32", lambda a, d: _row_transformer(a, d, bf16=False), 4),
-    ("transformer_train_bf16_autocast", lambda a, d: _row_transformer(a, d, bf16=True), 4),
+    ("transformer_train_float32", lambda a, d: _row_transformer(a, d), 4),
+    ("transformer_train_bf16_autocast", lambda a, d: _row_transformer(a, d, "bfloat16"), 4),
+    ("transformer_train_fp16_autocast", lambda a, d: _row_transformer(a, d, "float16"), 4),
     ("matmul_4096", _row_matmul, 2),
     ("eager_chain_100_ops", _row_eager_chain, 1),
     ("pinned_copies", _row_pinned_copies, 2),

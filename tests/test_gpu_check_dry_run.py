@@ -21,7 +21,8 @@ import gpu_check  # noqa: E402
 BUDGET_S = 240
 SECTIONS = ["environment", "op_table", "nn_optim_parity", "training_parity", "memory", "timings",
             "nccl"]
-TIMING_ROWS = ["transformer_train_float32", "transformer_train_bf16_autocast", "matmul_4096",
+TIMING_ROWS = ["transformer_train_float32", "transformer_train_bf16_autocast",
+               "transformer_train_fp16_autocast", "matmul_4096",
                "eager_chain_100_ops", "pinned_copies"]
 
 
@@ -113,14 +114,12 @@ def test_timings_are_marked_meaningless_and_not_judged(dry_run):
     assert list(timings["rows"]) == TIMING_ROWS
     import ember
     for name, row in timings["rows"].items():
-        if name == "transformer_train_bf16_autocast":
-            if not hasattr(ember, "autocast"):
-                assert row["status"] == "not available: ember.autocast missing"
-                continue
-            # Where autocast exists, it has no bfloat16 on the conformance device (CuPy 14.2 has
-            # no bfloat16 kernels): the row says so rather than measure something else.
-            if row["status"].startswith("not available: ember.autocast refuses cupyconf"):
-                continue
+        if name in ("transformer_train_bf16_autocast", "transformer_train_fp16_autocast"):
+            # autocast names the device types it supports, and the conformance device is not
+            # one: the rows say so rather than measure something else
+            assert row["status"].startswith("not available: ember.autocast refuses cupyconf"), \
+                (name, row)
+            continue
         assert row["status"] == "measured", (name, row)
         assert row["ratio"] > 0 and row["goal_met"] is None, name
 
