@@ -253,10 +253,18 @@ _crc32 = _fast_crc32()
 
 
 _INTEROP_THREADS = None  # set_num_interop_threads; None: min(4, CPU count)
+_INTEROP_STARTED_PID = None  # the process whose inter-op pools (CRC-32s, jit.fork) have started
+
+
+def _interop_pool_started():
+    """A pool of the inter-op size started in this process: its size can no longer change."""
+    global _INTEROP_STARTED_PID
+    _INTEROP_STARTED_PID = os.getpid()
 
 
 def _interop_threads():
-    """The CRC pool's size: Ember's inter-op pool, as ``get_num_interop_threads`` reports."""
+    """The inter-op pools' size (the CRC-32 pool here, jit.fork's), as
+    ``get_num_interop_threads`` reports."""
     return _INTEROP_THREADS or min(4, os.cpu_count() or 1)
 
 
@@ -266,7 +274,7 @@ def _set_interop_threads(n):
     n = operator.index(n)
     if n <= 0:
         raise RuntimeError("set_num_interop_threads expects a positive integer")
-    if _CRC_POOL is not None and _CRC_POOL_PID == os.getpid():
+    if _INTEROP_STARTED_PID == os.getpid():
         raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
                            "started or set_num_interop_threads called")
     _INTEROP_THREADS = n
@@ -282,6 +290,7 @@ def _crc_pool():
         _CRC_POOL = ThreadPoolExecutor(max_workers=_interop_threads(),
                                        thread_name_prefix="ember-crc32")
         _CRC_POOL_PID = os.getpid()
+        _interop_pool_started()
     return _CRC_POOL
 
 

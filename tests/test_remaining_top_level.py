@@ -33,8 +33,10 @@ def test_interop_threads_follow_the_crc_pool():
             lib.set_num_interop_threads(0)
     saved_pool, saved_pid, saved_n = (serialization._CRC_POOL, serialization._CRC_POOL_PID,
                                       serialization._INTEROP_THREADS)
+    saved_started = serialization._INTEROP_STARTED_PID
     try:
         serialization._CRC_POOL = serialization._CRC_POOL_PID = None
+        serialization._INTEROP_STARTED_PID = None
         ember.set_num_interop_threads(3)
         assert ember.get_num_interop_threads() == 3
         assert serialization._crc_pool()._max_workers == 3
@@ -43,6 +45,7 @@ def test_interop_threads_follow_the_crc_pool():
             ember.set_num_interop_threads(2)
     finally:
         serialization._CRC_POOL, serialization._CRC_POOL_PID = saved_pool, saved_pid
+        serialization._INTEROP_STARTED_PID = saved_started
         serialization._INTEROP_THREADS = saved_n
     assert ember.init_num_threads() is None and torch.init_num_threads() is None
 
