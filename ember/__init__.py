@@ -110,16 +110,17 @@ def typename(obj):
 
 
 def get_num_interop_threads():
-    """The size of Ember's pool of threads that work beside the calling thread: the one that
-    checks checkpoints' CRC-32s while their bytes are read or written. Ops themselves run one
-    after another in the calling thread (their inner parallelism is BLAS's: get_num_threads)."""
+    """The size of Ember's pools of threads that work beside the calling thread: the one that
+    checks checkpoints' CRC-32s while their bytes are read or written, and the one that runs
+    ``jit.fork``'s tasks. An op itself runs in the thread that calls it (its inner parallelism
+    is BLAS's: get_num_threads)."""
     from . import serialization
     return serialization._interop_threads()
 
 
 def set_num_interop_threads(int):
-    """Set the size of the inter-op pool (see get_num_interop_threads). As in torch, only
-    before that pool has started work: afterwards it raises RuntimeError."""
+    """Set the size of the inter-op pools (see get_num_interop_threads). As in torch, only
+    before one of them has started work: afterwards it raises RuntimeError."""
     from . import serialization
     serialization._set_interop_threads(int)
 
@@ -293,7 +294,7 @@ from .serialization import save, load  # noqa: E402,F401
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
                               "cpu", "types", "nn", "amp", "fx", "futures", "jit",
-                              "export"})
+                              "export", "onnx"})
 
 
 def __getattr__(name):
