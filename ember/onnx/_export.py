@@ -554,11 +554,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
     if not _MIN_OPSET <= opset <= newest:
         raise ValueError(f"Unsupported ONNX opset version: {opset}. ember.onnx exports "
                          f"opsets {_MIN_OPSET} to {newest}")
-    # One tensor passed as two arguments is two ONNX inputs; the tracer knows tensors by
-    # identity, so each gets its own copy.
-    seen = set()
-    args = tuple(a.clone() if isinstance(a, Tensor) and (id(a) in seen or seen.add(id(a)))
-                 else a for a in args)
+    # one tensor passed as two arguments is two ONNX inputs (make_fx traces a repeat as a copy)
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     default_names = _user_input_names(model, len(args))
     default_names = [n for n, a in zip(default_names, args) if isinstance(a, Tensor)]

@@ -96,3 +96,19 @@ def test_patches_are_undone_and_options_without_meaning_raise():
         make_fx(lambda x: x, tracing_mode="fake")
     with pytest.raises(NotImplementedError, match="decompositions"):
         make_fx(lambda x: x, decomposition_table={1: 2})
+
+
+def test_the_same_tensor_passed_twice_keeps_both_inputs():
+    # torch's make_fx binds by identity and leaves one placeholder unused (then answers 0
+    # here); torch.jit.trace keeps both. Ember traces the repeat as a copy, so both count.
+    import torch
+
+    def f(x, y):
+        return x * 2 + y
+
+    a = torch.ones(2)
+    assert torch.jit.trace(f, (a, a))(torch.ones(2), torch.zeros(2)).tolist() == [2.0, 2.0]
+    e = ember.ones(2)
+    from ember.fx.experimental.proxy_tensor import make_fx
+    assert make_fx(f)(e, e)(ember.ones(2), ember.zeros(2)).tolist() == [2.0, 2.0]
+    assert ember.jit.trace(f, (e, e))(ember.ones(2), ember.zeros(2)).tolist() == [2.0, 2.0]

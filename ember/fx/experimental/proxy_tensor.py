@@ -308,6 +308,17 @@ def make_fx(f, decomposition_table=None, tracing_mode="real", _allow_non_fake_in
         else:
             root, attr_paths = Module(), {}
         tracer = _ConcreteTracer(root, attr_paths)
+        # Values are bound to placeholders by identity: the same tensor passed twice would leave
+        # one placeholder unused (torch's make_fx does so), so a repeat is traced as a copy.
+        seen = set()
+        fresh = []
+        for a in args:
+            if isinstance(a, Tensor):
+                if id(a) in seen:
+                    a = a.detach().clone().requires_grad_(a.requires_grad)
+                seen.add(id(a))
+            fresh.append(a)
+        args = tuple(fresh)
         for i, a in enumerate(args):
             ph = tracer.graph.placeholder(f"arg{i}_1")
             if isinstance(a, Tensor):
