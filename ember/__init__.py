@@ -294,12 +294,19 @@ from .serialization import save, load  # noqa: E402,F401
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
                               "cpu", "types", "nn", "amp", "fx", "futures", "jit",
-                              "export", "onnx"})
+                              "export", "onnx", "ao"})
+# torch's top-level names for what lives in a lazy namespace: imported with it on first use.
+_LAZY_ATTRIBUTES = {"fake_quantize_per_tensor_affine": "ao.quantization",
+                    "fake_quantize_per_channel_affine": "ao.quantization"}
 
 
 def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_ATTRIBUTES:
+        value = globals()[name] = getattr(
+            _importlib.import_module(f"{__name__}.{_LAZY_ATTRIBUTES[name]}"), name)
+        return value
     if not name.startswith("_"):
         # torch.conv2d & co are nn.functional's layers: they come with ember.nn, on first use.
         _functional_exports = _importlib.import_module(f"{__name__}._functional_exports")
@@ -311,4 +318,5 @@ def __getattr__(name):
 
 def __dir__():
     _functional_exports = _importlib.import_module(f"{__name__}._functional_exports")
-    return sorted({*globals(), *_LAZY_SUBMODULES, *_functional_exports.__all__})
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_LAZY_ATTRIBUTES,
+                   *_functional_exports.__all__})
