@@ -19,7 +19,8 @@ from ...autograd import Function
 from . import (per_tensor_affine, per_tensor_symmetric, per_channel_affine,
                per_channel_symmetric, per_channel_affine_float_qparams, qint8, quint8, qint32)
 from .observer import (FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
-                       MovingAveragePerChannelMinMaxObserver, _with_args, _with_callable_args,
+                       MovingAveragePerChannelMinMaxObserver, _shape_buffers_like, _with_args,
+                       _with_callable_args,
                        default_fixed_qparams_range_0to1_observer,
                        default_fixed_qparams_range_neg1to1_observer)
 
@@ -256,11 +257,7 @@ class FakeQuantize(FakeQuantizeBase):
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
                               missing_keys, unexpected_keys, error_msgs):
         # per-channel qparams in a checkpoint have their own length: take it before copying
-        for name in ("scale", "zero_point"):
-            key = prefix + name
-            if key in state_dict:
-                setattr(self, name, ember.empty(tuple(state_dict[key].shape),
-                                                dtype=getattr(self, name).dtype))
+        _shape_buffers_like(self, state_dict, prefix, ("scale", "zero_point"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
                                       missing_keys, unexpected_keys, error_msgs)
 

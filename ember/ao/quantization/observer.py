@@ -32,6 +32,16 @@ _PER_CHANNEL = (per_channel_affine, per_channel_symmetric, per_channel_affine_fl
 _SYMMETRIC = (per_tensor_symmetric, per_channel_symmetric)
 
 
+
+def _shape_buffers_like(module, state_dict, prefix, names):
+    """Replace ``module``'s buffers ``names`` by empty ones shaped as the checkpoint's (their
+    length is the channel count, unknown until loaded), so the copy that follows fits."""
+    for name in names:
+        key = prefix + name
+        if key in state_dict:
+            setattr(module, name, ember.empty(tuple(state_dict[key].shape),
+                                              dtype=getattr(module, name).dtype))
+
 class _PartialWrapper:
     """A constructor with some keywords bound (``Observer.with_args(...)``), called per module."""
 
@@ -350,11 +360,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
                               missing_keys, unexpected_keys, error_msgs):
         # a checkpoint's per-channel stats replace the empty buffers whatever their length
-        for name in ("min_val", "max_val"):
-            key = prefix + name
-            if key in state_dict:
-                setattr(self, name, ember.empty(tuple(state_dict[key].shape),
-                                                dtype=getattr(self, name).dtype))
+        _shape_buffers_like(self, state_dict, prefix, ("min_val", "max_val"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
                                       missing_keys, unexpected_keys, error_msgs)
 
