@@ -450,3 +450,24 @@ def test_type_as_and_as_subclass():
     assert type(y) is Sub and y.requires_grad
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_linspace_bit_for_bit_as_torch(dtype):
+    # torch computes the ends and the step in the output dtype and fills each half from its
+    # own end (float32 points one fused multiply-add each); observers' histogram bins rely on it
+    rng = np.random.default_rng(3)
+    cases = [(0.0, 1.0, 11), (-3.7, 2.2, 100), (0.1, 0.9, 7), (5.0, -2.0, 33), (2.0, 2.0, 5)]
+    cases += [(float(rng.normal() * 10), float(rng.normal() * 10), int(rng.integers(2, 2000)))
+              for _ in range(40)]
+    for start, end, steps in cases:
+        expected = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).float().numpy()
+        got = ember.linspace(start, end, steps, dtype=getattr(ember, dtype)).float().numpy()
+        np.testing.assert_array_equal(got, expected, err_msg=str((start, end, steps)))
+
+
+def test_linspace_integer_dtype_truncates_the_ends_first():
+    for start, end, steps in [(-3.7, 2.2, 100), (0.5, 9.7, 7), (10, -3, 20), (-5.5, -1.2, 9)]:
+        expected = torch.linspace(start, end, steps, dtype=torch.int64).numpy()
+        got = ember.linspace(start, end, steps, dtype=ember.int64).numpy()
+        np.testing.assert_array_equal(got, expected)

@@ -470,8 +470,12 @@ def linspace(start, end, steps, *, out=None, dtype=None, device=None, requires_g
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dtype = _dtype_with_out(dtype, out, "linspace") or dt.get_default_dtype()
+    if dtype._kind <= 1 and not isinstance(start + end, complex):
+        start, end = int(start), int(end)  # torch casts the ends to the integer dtype first
     if steps == 1:
         values = np.array([start], dtype=np.float64)
+    elif dtype in (dt.float32, dt.float16, dt.bfloat16) and not isinstance(start + end, complex):
+        values = _linspace_as_torch(start, end, steps, dtype.np.type)
     else:
         # PyTorch fills the two halves from opposite ends so both endpoints are exact.
         step = (end - start) / (steps - 1) if steps > 1 else 0.0
@@ -483,6 +487,23 @@ def linspace(start, end, steps, *, out=None, dtype=None, device=None, requires_g
     dev = resolve_device(device)
     return _into_out(out, _finish(_to_backend(values.astype(dtype.np), dev), dtype, dev,
                                   requires_grad))
+
+
+def _linspace_as_torch(start, end, steps, np_dtype):
+    """torch's values bit for bit: the ends and the step in the output's dtype, each half
+    filled from its own end; float32 points are one fused multiply-add each (exact in float64,
+    then rounded once), float16/bfloat16 points each product and sum rounded in the dtype."""
+    s, e = np_dtype(start), np_dtype(end)
+    step = np_dtype(np_dtype(e - s) / np_dtype(steps - 1))
+    idx = np.arange(steps)
+    first = idx < steps // 2
+    if np_dtype is np.float32:
+        values = np.where(first, np.float64(s) + np.float64(step) * idx,
+                          np.float64(e) - np.float64(step) * (steps - 1 - idx))
+        return values.astype(np.float32)
+    up = (step * idx.astype(np_dtype)).astype(np_dtype)
+    down = (step * idx[::-1].astype(np_dtype)).astype(np_dtype)
+    return np.where(first, (s + up).astype(np_dtype), (e - down).astype(np_dtype))
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):

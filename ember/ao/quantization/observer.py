@@ -404,17 +404,6 @@ def _bits(dtype):
     return ember.iinfo(dtype).bits
 
 
-def _linspace_as_torch(start, end, steps):
-    # torch's CPU float32 linspace: a float32 step, each point one fused multiply-add from the
-    # nearer end. ember.linspace rounds differently in the last bit, which moves re-binned
-    # histogram counts across bin edges; float64 here is exact for the product and sum.
-    step = ((end - start).to(ember.float32) / float(steps - 1)).to(ember.float64)
-    i = ember.arange(steps, dtype=ember.float64, device=start.device)
-    from_start = start.to(ember.float64) + step * i
-    from_end = end.to(ember.float64) - step * (steps - 1 - i)
-    return ember.where(i < steps // 2, from_start, from_end).to(ember.float32)
-
-
 class HistogramObserver(UniformQuantizationObserverBase):
     """Qparams from a running histogram: the range that minimises the L2 quantization error.
 
@@ -521,8 +510,9 @@ class HistogramObserver(UniformQuantizationObserverBase):
         histogram = histogram.repeat_interleave(self.upsample_rate) / self.upsample_rate
         n = self.bins * self.upsample_rate
         bin_size = (orig_max - orig_min) / n
-        mid_points = _linspace_as_torch(orig_min, orig_max, n + 1)[:-1] + 0.5 * bin_size
-        boundaries = _linspace_as_torch(update_min, update_max, self.bins + 1)
+        mid_points = ember.linspace(orig_min, orig_max, n + 1, device=orig_min.device)[:-1] + 0.5 * bin_size
+        boundaries = ember.linspace(update_min, update_max, self.bins + 1,
+                                    device=update_min.device)
         buckets = ember.bucketize(mid_points, boundaries, right=True) - 1
         buckets = ember.clamp(buckets, 0, self.bins - 1)
         return ember.bincount(buckets, weights=histogram, minlength=self.bins)
