@@ -117,3 +117,12 @@ def test_groups_as_torch():
 def test_is_a_lazy_attribute_of_ember():
     assert ember.distributed is dist
     assert not hasattr(dist, "no_such_function")
+
+
+def test_the_mpi_backend_without_mpi4py_names_the_extra(monkeypatch):
+    import sys
+    from ember.distributed import process_group_mpi
+    monkeypatch.setattr(process_group_mpi, "_MPI", None)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py now fails
+    with pytest.raises(ImportError, match=r"pip install 'ember\[distributed\]'"):
+        process_group_mpi._mpi()

@@ -46,6 +46,10 @@ EXTRA_PROBES = [
     ("import ember.utils.safetensors as s; s.save_file({}, 'x.safetensors')", "safetensors"),
     ("import ember; ember.zeros(1, device='cuda')", "cuda"),
     ("import ember; s = ember.eye(2).to_sparse(); print(s @ ember.ones(2, 1))", "sparse"),
+    ("import ember.distributed as d; d.init_process_group('mpi', store=d.HashStore(), rank=0, "
+     "world_size=1)", "distributed"),
+    ("import ember; ember.onnx.export(ember.nn.Linear(2, 1), (ember.ones(1, 2),), 'm.onnx')",
+     "onnx"),
 ]
 
 

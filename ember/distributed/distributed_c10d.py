@@ -260,9 +260,9 @@ def _mpi_launched():
 
 
 def _store_over_mpi(rank, world_size, timeout):
-    from mpi4py import MPI
+    from .process_group_mpi import _mpi
     from .store import TCPStore
-    comm = MPI.COMM_WORLD
+    comm = _mpi().COMM_WORLD
     env_rank, env_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
     rank = rank if rank >= 0 else int(env_rank) if env_rank is not None else comm.Get_rank()
     world_size = (world_size if world_size > 0 else

@@ -46,7 +46,11 @@ _MPI = None
 def _mpi():
     global _MPI
     if _MPI is None:
-        from mpi4py import MPI
+        try:
+            from mpi4py import MPI
+        except ImportError as exc:
+            raise ImportError("the MPI backend needs mpi4py and an MPI library: pip install "
+                              "'ember[distributed]' (mpi4py and the mpich wheel)") from exc
         _MPI = MPI
     return _MPI
 
