@@ -43,7 +43,6 @@ def _structure(gm):
 
 def _other_size_inputs(args, dims_per_input):
     """``args`` with every dynamic dim of the same Dim moved to another size in its range."""
-    import ember
     new_size = {}
     for dims_of, a in zip(dims_per_input, args):
         for d, dim in dims_of.items():
@@ -52,20 +51,28 @@ def _other_size_inputs(args, dims_per_input):
                 new_size[dim.__name__] = size + 1 if size + 1 <= dim.max else size - 1
                 if new_size[dim.__name__] < max(dim.min, 0):
                     new_size[dim.__name__] = None  # a range of one size: nothing to vary
+    return _resized(args, dims_per_input, lambda dim: new_size[dim.__name__]), new_size
+
+
+def _resized(args, dims_per_input, size_of):
+    """``args`` with each dynamic axis moved to ``size_of(dim)`` (None: kept), as fresh values
+    (a capture at another size only needs the shapes). ``dims_per_input``: per argument,
+    {axis: dim}."""
+    import ember
     out = []
     for dims_of, a in zip(dims_per_input, args):
         if not dims_of:
             out.append(a)
             continue
         shape = list(a.shape)
-        for d, dim in dims_of.items():
-            if new_size[dim.__name__] is not None:
-                shape[d] = new_size[dim.__name__]
+        for axis, dim in dims_of.items():
+            if size_of(dim) is not None:
+                shape[axis] = size_of(dim)
         if a.is_floating_point():
             out.append(ember.randn(*shape, dtype=a.dtype, device=a.device))
         else:
             out.append(ember.zeros(*shape, dtype=a.dtype, device=a.device))
-    return out, new_size
+    return out
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,

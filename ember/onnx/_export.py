@@ -226,20 +226,8 @@ def _capture(model, args):
 
 def _resized(args, dims_of_inputs, sizes):
     """``args`` with the dynamic axes moved to ``sizes`` (fresh values: only shapes matter)."""
-    import ember
-    out = []
-    for a, dims_of in zip(args, dims_of_inputs):
-        if not dims_of:
-            out.append(a)
-            continue
-        shape = list(a.shape)
-        for axis, dim in dims_of.items():
-            shape[axis] = sizes[dim]
-        if a.is_floating_point():
-            out.append(ember.randn(*shape, dtype=a.dtype, device=a.device))
-        else:
-            out.append(ember.zeros(*shape, dtype=a.dtype, device=a.device))
-    return tuple(out)
+    from ..export import _resized as resized
+    return tuple(resized(args, dims_of_inputs, sizes.__getitem__))
 
 
 def _structure_error(dims, node, why):

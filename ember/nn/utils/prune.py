@@ -214,6 +214,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(t, default_mask, amount, scores, largest):
+    """``default_mask`` with the ``amount`` entries of ``t`` that ``scores()`` ranks first
+    (largest or smallest, ties as torch's topk) set to 0."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone(memory_format=ember.contiguous_format)
+    if nparams_toprune != 0:
+        indices = _torch_topk_indices(scores(), nparams_toprune, largest)
+        mask.view(-1)[_on(indices, mask)] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` entries chosen uniformly at random."""
 
@@ -224,15 +237,9 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=ember.contiguous_format)
-        if nparams_toprune != 0:
-            prob = ember.rand_like(t)
-            indices = _torch_topk_indices(_host(prob).reshape(-1), nparams_toprune, True)
-            mask.view(-1)[_on(indices, mask)] = 0
-        return mask
+        # the draw happens only when something is pruned, as torch's (the RNG stays put else)
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda: _host(ember.rand_like(t)).reshape(-1), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -249,15 +256,8 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=ember.contiguous_format)
-        if nparams_toprune != 0:
-            scores = np.abs(_host(t).reshape(-1))
-            indices = _torch_topk_indices(scores, nparams_toprune, False)
-            mask.view(-1)[_on(indices, mask)] = 0
-        return mask
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda: np.abs(_host(t).reshape(-1)), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
