@@ -933,6 +933,50 @@ def section_nccl(args, result, deadline):
 
 
 # ---------------------------------------------------------------------------------------------
+# CUDA extensions (issue 21)
+# ---------------------------------------------------------------------------------------------
+
+_CUDA_EXTENSION_KERNEL = r"""
+extern "C" __global__ void axpy(const float* x, float* y, float a, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+_CUDA_EXTENSION_HOST = r"""
+int64_t device_type(torch::Tensor t) { return (int64_t)t.device().type(); }
+torch::Tensor like(torch::Tensor t) { return torch::zeros_like(t); }
+"""
+
+
+def section_cuda_extension(args, result, deadline):
+    """Issue 21's CUDA path, run only on a real GPU (NVRTC needs one): a kernel given to
+    ``load_inline(cuda_sources=...)`` is compiled by NVRTC through CuPy and launched on Ember
+    CUDA tensors in place; a C++ function sees a CUDA tensor as one and allocates on its device."""
+    import numpy as np
+    import ember
+    from ember.utils.cpp_extension import load_inline
+    dev = args.device
+    n = 1 << 20
+    x = ember.randn(n, device=dev)
+    y = ember.randn(n, device=dev)
+    expected = 2.0 * x + y
+    t0 = time.monotonic()
+    mod = load_inline("gpu_check_axpy", "", cuda_sources=_CUDA_EXTENSION_KERNEL,
+                      functions=["axpy"])
+    result["nvrtc_build_s"] = round(time.monotonic() - t0, 2)
+    mod.axpy(((n + 255) // 256,), (256,), (x, y, np.float32(2.0), np.int64(n)))
+    ember_sync(dev)
+    result["kernel_max_abs_error"] = float((y - expected).abs().max())
+    host = load_inline("gpu_check_host", _CUDA_EXTENSION_HOST, functions=["device_type", "like"])
+    result["cpp_sees_device_type"] = host.device_type(x)
+    z = host.like(x)
+    result["cpp_allocates_on"] = str(z.device)
+    ok = (result["kernel_max_abs_error"] < 1e-5 and result["cpp_sees_device_type"] == 1
+          and z.device == x.device and float(z.abs().max()) == 0.0)
+    result["status"] = "passed" if ok else "failed"
+
+
+# ---------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------
 
@@ -968,8 +1012,13 @@ def run_sections(args, start):
               "oracle_device": args.oracle_device, "sections": {}}
     signal.signal(signal.SIGALRM, _alarm)
     weights = SECTION_WEIGHTS_QUICK if args.quick else SECTION_WEIGHTS
+    sections = SECTIONS
+    if is_real_gpu(args.device):
+        # NVRTC compiles for a real device only: the conformance device's dry run lacks it.
+        sections = SECTIONS + [("cuda_extension", section_cuda_extension)]
+        weights = dict(weights, cuda_extension=2)
     weights_left = sum(weights.values())
-    (name, fn), rest = SECTIONS[0], SECTIONS[1:]
+    (name, fn), rest = sections[0], sections[1:]
     _run_section(name, fn, None, args, report, end, weights_left)
     env_status = report["sections"][name]["status"]
     if env_status != "passed":

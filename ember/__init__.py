@@ -2,7 +2,9 @@
 from ._dtype import (dtype, float16, half, bfloat16, float32, float, float64, double,  # noqa: F401
                      complex64, cfloat, complex128, cdouble, int8, uint8, int16, short, int32,
                      int, int64, long, bool, get_default_dtype, set_default_dtype, promote_types,
-                     result_type as _result_type_dtypes, can_cast)
+                     result_type as _result_type_dtypes, can_cast, qint8, quint8, qint32)
+from ._qscheme import (qscheme, per_tensor_affine, per_tensor_symmetric,  # noqa: F401
+                       per_channel_affine, per_channel_symmetric, per_channel_affine_float_qparams)
 from ._device import device  # noqa: F401
 from ._tensor import Tensor, Size  # noqa: F401
 from ._random import (Generator, default_generator, manual_seed, seed, initial_seed,  # noqa: F401
@@ -30,6 +32,7 @@ from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc,  # no
 from . import backends  # noqa: F401
 from . import utils  # noqa: F401
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
+from .utils.backend_registration import _register_device_module  # noqa: F401,E402
 # autocast's state functions are torch's top-level names; the module is light (the ops import it).
 from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enabled,  # noqa: F401,E402
                                 get_autocast_dtype, set_autocast_dtype,
@@ -294,9 +297,11 @@ from .serialization import save, load  # noqa: E402,F401
 _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed", "hub",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
                               "cpu", "types", "nn", "amp", "fx", "futures", "jit",
-                              "export", "onnx", "ao"})
+                              "export", "onnx", "ao", "library", "vision", "compiler",
+                              "_dynamo", "_inductor", "_functorch"})
 # torch's top-level names for what lives in a lazy namespace: imported with it on first use.
-_LAZY_ATTRIBUTES = {"fake_quantize_per_tensor_affine": "ao.quantization",
+_LAZY_ATTRIBUTES = {"compile": "_dynamo",
+                    "fake_quantize_per_tensor_affine": "ao.quantization",
                     "fake_quantize_per_channel_affine": "ao.quantization"}
 
 

@@ -12,7 +12,7 @@ __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double",
     "complex64", "cfloat", "complex128", "cdouble", "int8", "uint8", "int16", "short",
     "int32", "int", "int64", "long", "bool", "get_default_dtype", "set_default_dtype",
-    "promote_types", "result_type", "can_cast",
+    "promote_types", "result_type", "can_cast", "qint8", "quint8", "qint32",
 ]
 
 
@@ -28,7 +28,7 @@ class dtype:
         self._rank = rank  # width order inside a kind
         self.is_floating_point = kind == 2
         self.is_complex = kind == 3
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = name not in ("uint8", "bool", "quint8")
 
     def to_real(self):
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
@@ -56,9 +56,19 @@ float64 = double = dtype("float64", np.float64, 2, 2)
 complex64 = cfloat = dtype("complex64", np.complex64, 3, 1)
 complex128 = cdouble = dtype("complex128", np.complex128, 3, 2)
 
+# The quantized dtypes (kind 4): a quantized tensor (ember/_quantized_tensor.py) stores its
+# integer representation as the NumPy type named here. They take part in no promotion and are
+# never inferred from a NumPy array, so they stay out of ``_ALL`` and ``_BY_NP``.
+qint8 = dtype("qint8", np.int8, 4, 0)
+quint8 = dtype("quint8", np.uint8, 4, 0)
+qint32 = dtype("qint32", np.int32, 4, 2)
+QUANTIZED = (qint8, quint8, qint32)
+# the plain integer dtype each quantized dtype's int_repr() has
+INT_REPR_DTYPE = {qint8: int8, quint8: uint8, qint32: int32}
+
 _ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
         complex64, complex128)
-_BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME = {d.name: d for d in _ALL + QUANTIZED}
 _BY_NP = {d.np: d for d in _ALL}
 
 
@@ -108,7 +118,15 @@ _PROMOTE = {(a, b): _promote_pair(a, b) for a in _ALL for b in _ALL}
 
 def promote_types(type1, type2):
     """The smallest dtype both ``type1`` and ``type2`` convert to without losing range."""
-    return _PROMOTE[(type1, type2)]
+    try:
+        return _PROMOTE[(type1, type2)]
+    except KeyError:
+        if type1 in QUANTIZED or type2 in QUANTIZED:
+            raise RuntimeError(
+                "promoteTypes with quantized numbers is not handled yet; figure out what the "
+                f"correct rules should be, offending types: {SCALAR_TYPE_NAMES[type1.name]} "
+                f"{SCALAR_TYPE_NAMES[type2.name]}") from None
+        raise
 
 
 _default_dtype = float32
@@ -156,14 +174,16 @@ _PYTHON_TYPE_DTYPES = {builtins_bool: bool, builtins_int: int64, builtins_float:
 SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
                      "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                     "complex128": "ComplexDouble"}
+                     "complex128": "ComplexDouble", "qint8": "QInt8", "quint8": "QUInt8",
+                     "qint32": "QInt32"}
 
 # The C++ type names (caffe2::TypeMeta) that PyTorch's messages print for a dtype.
 TYPE_META_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                    "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
                    "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
                    "bool": "bool", "complex64": "c10::complex<float>",
-                   "complex128": "c10::complex<double>"}
+                   "complex128": "c10::complex<double>", "qint8": "c10::qint8",
+                   "quint8": "c10::quint8", "qint32": "c10::qint32"}
 
 
 def check_dtype(value, fn_name):

@@ -81,7 +81,7 @@ class Tensor:
 
     @property
     def is_quantized(self):
-        return False  # Ember has no quantized dtypes
+        return False  # quantized tensors (ember/_quantized_tensor.py) override this
 
     @property
     def is_mps(self):

@@ -224,3 +224,24 @@ def tensor_repr(t, tensor_contents=None):
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def quantized_repr(t):
+    """torch's repr of a quantized tensor: the dequantized values, then the size, dtype and
+    quantizer (``scale=``, ``zero_point=``, and ``axis=`` per channel)."""
+    from .ops.quantized import dequantize_array
+    prefix = "tensor("
+    indent = len(prefix)
+    values = t._backend.to_numpy(dequantize_array(t))
+    body = "[]" if values.size == 0 else _body_str(values, dt.float32, indent)
+    suffixes = []
+    if t._device.type != "cpu":
+        suffixes.append(f"device='{t._device}'")
+    suffixes += [f"size={tuple(values.shape)}", f"dtype={t._dtype}",
+                 f"quantization_scheme={t._qscheme}"]
+    if hasattr(t, "_scale"):
+        suffixes += [f"scale={t._scale}", f"zero_point={t._zero_point}"]
+    else:
+        suffixes += [f"scale={t.q_per_channel_scales()!r}",
+                     f"zero_point={t.q_per_channel_zero_points()!r}", f"axis={t._axis}"]
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -45,6 +45,7 @@ import numpy as np
 from . import _dtype as dt
 from ._device import device as _device
 from ._tensor import Tensor, Size, _wrap_with, _contiguous_strides
+from . import _qscheme
 from .backends import get_backend
 from .backends.numpy_backend import memory_owner, array_address
 
@@ -101,12 +102,15 @@ class _Global:
 
 _REBUILD_TENSOR_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
 _TORCH_SIZE = _Global("torch", "Size")
 _TORCH_DEVICE = _Global("torch", "device")
 
 
 def _save_global_name(pickler, obj):
-    name = _Global("torch", obj.name) if isinstance(obj, dt.dtype) else obj
+    # dtypes and qschemes are module-level names of torch (``torch.float32``, ``torch.qint8``,
+    # ``torch.per_tensor_affine``)
+    name = _Global("torch", obj.name) if isinstance(obj, (dt.dtype, _qscheme.qscheme)) else obj
     if pickler.proto >= 4:
         pickler.save(name.module)
         pickler.save(name.name)
@@ -201,6 +205,7 @@ class _Pickler(pickle._Pickler):
     dispatch = pickle._Pickler.dispatch.copy()
     dispatch[_Global] = _save_global_name
     dispatch[dt.dtype] = _save_global_name
+    dispatch[_qscheme.qscheme] = _save_global_name
 
     def __init__(self, file, protocol, storages):
         super().__init__(file, protocol)
@@ -227,9 +232,25 @@ class _Pickler(pickle._Pickler):
         backward_hooks = collections.OrderedDict()
         if isinstance(tensor, Parameter):
             return (_REBUILD_PARAMETER, (tensor.detach(), tensor.requires_grad, backward_hooks))
+        if tensor.is_quantized:
+            return self._reduce_quantized(tensor, backward_hooks)
         record, offset, size, stride = self._storages.place(tensor)
         return (_REBUILD_TENSOR_V2,
                 (record, offset, size, stride, tensor.requires_grad, backward_hooks))
+
+
+    def _reduce_quantized(self, tensor, backward_hooks):
+        # torch's layout: the integers in a QInt8/QUInt8/QInt32 storage, and the quantizer as
+        # (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis)
+        from ._quantized_tensor import _qparams
+        ints = _wrap_with(tensor._data.array, tensor._dtype, tensor._device, tensor._backend)
+        record, offset, size, stride = self._storages.place(ints)
+        params = _qparams(tensor)
+        if len(params) == 4:
+            channels = tensor.q_per_channel_scales(), tensor.q_per_channel_zero_points()
+            params = (params[0], *channels, params[3])
+        return (_REBUILD_QTENSOR,
+                (record, offset, size, stride, params, False, backward_hooks))
 
 
 _THREADED_CRC_BYTES = 1 << 20
@@ -604,6 +625,36 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     return _tensor_on_storage(storage, storage_offset, size, stride)
 
 
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params,
+                     requires_grad=False, backward_hooks=None):
+    """A quantized tensor: its integers on a quantized storage, with ``quantizer_params``
+    ``(qscheme, scale, zero_point)`` or ``(qscheme, scales, zero_points, axis)``."""
+    from ._quantized_tensor import wrap_quantized
+    tensor = _tensor_on_storage(storage, storage_offset, size, stride)
+    if tensor._dtype not in dt.QUANTIZED:
+        raise pickle.UnpicklingError(f"ember.load: a quantized tensor on a {tensor._dtype} "
+                                     "storage: the file is corrupted")
+    if not isinstance(quantizer_params, tuple) or not quantizer_params:
+        raise pickle.UnpicklingError("ember.load: invalid quantizer parameters")
+    scheme = quantizer_params[0]
+    if scheme in (_qscheme.per_tensor_affine, _qscheme.per_tensor_symmetric) and len(
+            quantizer_params) == 3:
+        params = (_qscheme.per_tensor_affine, float(quantizer_params[1]),
+                  int(quantizer_params[2]))
+    elif scheme in (_qscheme.per_channel_affine, _qscheme.per_channel_symmetric,
+                    _qscheme.per_channel_affine_float_qparams) and len(quantizer_params) == 4:
+        _, scales, zero_points, axis = quantizer_params
+        if not isinstance(scales, Tensor) or not isinstance(zero_points, Tensor):
+            raise pickle.UnpicklingError("ember.load: invalid per-channel quantizer parameters")
+        z = zero_points._backend.to_numpy(zero_points._data)
+        params = (scheme, scales._backend.to_numpy(scales._data).astype(np.float64),
+                  z.astype(np.float64 if z.dtype.kind == "f" else np.int64), int(axis))
+    else:
+        raise RuntimeError(f"ember.load: unsupported quantizer {scheme!r} with "
+                           f"{len(quantizer_params)} parameters")
+    return wrap_quantized(tensor._data, tensor._dtype, tensor, params)
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks=None):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad)
@@ -681,7 +732,7 @@ def _torch_names():
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
         "torch._utils._rebuild_sparse_tensor": _unsupported("a sparse tensor"),
-        "torch._utils._rebuild_qtensor": _unsupported("a quantized tensor"),
+        "torch._utils._rebuild_qtensor": _rebuild_qtensor,
         "torch._utils._rebuild_nested_tensor": _unsupported("a nested tensor"),
         "torch._utils._rebuild_meta_tensor_no_storage": _unsupported("a meta tensor"),
         "torch._utils._rebuild_wrapper_subclass": _unsupported("a wrapper tensor subclass"),
@@ -689,7 +740,9 @@ def _torch_names():
         "torch.storage.UntypedStorage": _StorageType("UntypedStorage", dt.uint8),
         "torch.UntypedStorage": _StorageType("UntypedStorage", dt.uint8),
     }
-    for d in dt._ALL:
+    for scheme in _qscheme.__all__[1:]:
+        names[f"torch.{scheme}"] = getattr(_qscheme, scheme)
+    for d in dt._ALL + dt.QUANTIZED:
         names[f"torch.{d.name}"] = d
         storage = _STORAGE_NAME_BY_DTYPE[d.name]
         names[f"torch.{storage}"] = names[f"torch.cuda.{storage}"] = _StorageType(storage, d)

@@ -41,3 +41,11 @@ def test_unknown_name_raises_attribute_error_naming_it():
     out = _run("import ember\ntry:\n    ember.no_such_name\nexcept AttributeError as e:\n"
                "    print(e)")
     assert out.strip() == "module 'ember' has no attribute 'no_such_name'"
+
+
+def test_compile_back_end_is_lazy():
+    _run("import sys, ember; assert 'ember._inductor' not in sys.modules; "
+         "assert 'ember._functorch' not in sys.modules\n"
+         "from ember._inductor.compile_fx import compile_fx\n"
+         "assert ember._inductor.compile_fx.compile_fx is compile_fx; "
+         "assert 'ember._functorch.aot_autograd' not in sys.modules")

@@ -33,8 +33,30 @@ def unregister_backend(device_type):
         del _INSTANCES[key]
 
 
-def is_known_device_type(device_type):
-    return device_type in _FACTORIES
+def is_known_device_type(device_type, load_entry_points=True):
+    """Whether a backend serves ``device_type``. An unknown type is looked up once among the
+    installed packages' ``ember.backends`` entry points (name: the device type; object: the
+    backend class or factory), so an out-of-tree backend needs no import of its own."""
+    if device_type in _FACTORIES:
+        return True
+    return load_entry_points and _load_entry_point(device_type)
+
+
+_ENTRY_POINTS = None
+
+
+def _load_entry_point(device_type):
+    global _ENTRY_POINTS
+    if _ENTRY_POINTS is None:
+        from importlib.metadata import entry_points
+        _ENTRY_POINTS = {ep.name: ep for ep in entry_points(group="ember.backends")}
+    ep = _ENTRY_POINTS.pop(device_type, None)  # each is tried once
+    if ep is None:
+        return False
+    factory = ep.load()  # importing the package may register it itself
+    if device_type not in _FACTORIES:
+        register_backend(device_type, factory)
+    return True
 
 
 def registered_device_types():

@@ -11,7 +11,7 @@ import_parts(__name__, ["utils"], {})
 
 def __getattr__(name):
     import importlib
-    if name in ("init", "utils", "parameter", "parallel"):
+    if name in ("init", "utils", "parameter", "parallel", "quantized", "intrinsic", "qat"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "DataParallel":
         return importlib.import_module(f"{__name__}.parallel").DataParallel

@@ -65,7 +65,7 @@ def _bind_methods(family):
 # namespace (``matmul``, ``inplace``, ``complex``).
 _FAMILIES = ("elementwise", "reduce", "shape", "indexing", "matmul", "creation", "activation",
              "normalization", "dropout", "inplace", "sorting", "special", "spectral", "complex",
-             "cumulative", "linalg")
+             "cumulative", "linalg", "quantized")
 for _family_name in _FAMILIES:
     # The catalogue families (sorting onwards) are not star-imported above: they are imported
     # here, after the core methods are bound (their module-level code may use them). For the
@@ -92,6 +92,29 @@ def _split_method(self, split_size, dim=0):
 
 
 Tensor.split = _split_method
+
+
+def _cat_dispatch(shape_cat):
+    # Quantized tensors (whose dtypes have no promotion) are concatenated by their own kernel;
+    # the try costs the float path nothing, the frame a few tens of ns.
+    import functools
+    from .._quantized_tensor import QuantizedTensor
+    from ..ops.quantized import quantized_cat
+
+    @functools.wraps(shape_cat)
+    def cat(tensors, dim=0, *, out=None):
+        try:
+            return shape_cat(tensors, dim, out=out)
+        except RuntimeError:
+            if (isinstance(tensors, (list, tuple)) and tensors
+                    and isinstance(tensors[0], QuantizedTensor)):
+                return quantized_cat(list(tensors), dim, out=out)
+            raise
+    return cat
+
+
+cat = concat = concatenate = _cat_dispatch(cat)
+
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
 
@@ -224,3 +247,14 @@ Tensor.__imatmul__ = _imatmul
 # namespace. (No family exports a module or a name another exports: test_op_registration.)
 __all__ = [_name for _family_name in _FAMILIES
            for _name in _sys.modules[f"{__name__}.{_family_name}"].__all__]
+
+
+def __getattr__(name):
+    # ember.ops.<namespace>.<op> is torch.ops.<namespace>.<op>: the operators defined with
+    # ember.library (custom_op, define); ember.ops.aten.<name> names Ember's own ops.
+    if not name.startswith("_"):
+        from ..library._custom_ops import op_namespace
+        namespace = op_namespace(name)
+        if namespace is not None:
+            return namespace
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

@@ -196,9 +196,11 @@ def test_bad_arguments_raise_as_torch():
 
 
 def test_qscheme_and_dtype_markers():
-    assert repr(eq.per_tensor_affine) == "ember.ao.quantization.per_tensor_affine"
-    assert repr(eq.qint8) == "ember.ao.quantization.qint8"
-    assert (eq.quint8.min, eq.quint8.max) == (0, 255)
+    # the quantized dtypes and qschemes are ember's own, top-level as torch's
+    assert eq.per_tensor_affine is ember.per_tensor_affine and eq.qint8 is ember.qint8
+    assert repr(eq.per_tensor_affine) == "ember.per_tensor_affine"
+    assert repr(eq.qint8) == "ember.qint8"
+    assert (ember.iinfo(eq.quint8).min, ember.iinfo(eq.quint8).max) == (0, 255)
     import pickle
     assert pickle.loads(pickle.dumps(eq.per_channel_symmetric)) is eq.per_channel_symmetric
     assert pickle.loads(pickle.dumps(eq.qint8)) is eq.qint8

@@ -13,6 +13,8 @@ zero_point get no gradient (torch's non-learnable fake quantization).
 import numbers
 from abc import ABC, abstractmethod
 
+import numpy as np
+
 import ember
 from ... import nn
 from ...autograd import Function
@@ -30,7 +32,9 @@ __all__ = ["fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine"
            "default_weight_fake_quant", "default_dynamic_fake_quant",
            "default_per_channel_weight_fake_quant", "default_embedding_fake_quant",
            "default_histogram_fake_quant", "default_fixed_qparams_range_neg1to1_fake_quant",
-           "default_fixed_qparams_range_0to1_fake_quant"]
+           "default_fixed_qparams_range_0to1_fake_quant", "FusedMovingAvgObsFakeQuantize",
+           "default_fused_act_fake_quant", "default_fused_wt_fake_quant",
+           "default_fused_per_channel_wt_fake_quant"]
 
 _PER_CHANNEL = (per_channel_affine, per_channel_symmetric, per_channel_affine_float_qparams)
 _PER_TENSOR = (per_tensor_affine, per_tensor_symmetric)
@@ -142,9 +146,7 @@ def _torch_type_name(dtype):
 
 
 def _iinfo(dtype):
-    if dtype in (qint8, quint8, qint32):
-        return dtype
-    return ember.iinfo(dtype)
+    return ember.iinfo(dtype)  # a quantized dtype has the range of its int_repr dtype
 
 
 class FakeQuantizeBase(ABC, nn.Module):
@@ -288,6 +290,110 @@ class FixedQParamsFakeQuantize(FakeQuantize):
                 f"quant_max={app.quant_max}, qscheme={self.qscheme}")
 
 
+def _choose_qparams_fused(min_val, max_val, quant_min, quant_max, symmetric):
+    """torch's fused kernel's qparams (ATen's ``ChooseQuantizationParams``), per element.
+
+    Not the observers' formula: a symmetric scale is ``max(|min|/128, max/127)`` (a range
+    split at the middle of ``[qmin, qmax]``), scales under 6.1e-5 are raised to it (widening
+    the range), and the zero point comes from whichever end loses less precision. float32
+    inputs, float64 intermediates, float32 scale, as the kernel.
+    """
+    f32, f64 = np.float32, np.float64
+    lo = np.asarray(min_val, dtype=f32).reshape(-1).copy()
+    hi = np.asarray(max_val, dtype=f32).reshape(-1).copy()
+    if symmetric:
+        sym_min = -((quant_max - quant_min) // 2 + 1)
+        sym_max = (quant_max - quant_min) // 2
+        both = (lo < 0) & (hi > 0)
+        max_scale = np.maximum(np.abs(lo / f32(sym_min)), np.abs(hi / f32(sym_max))).astype(f64)
+        lo = np.where(both, (max_scale * sym_min).astype(f32), lo)
+        hi = np.where(both, (max_scale * sym_max).astype(f32), hi)
+    else:
+        both = np.zeros(lo.shape, dtype=bool)
+    lo, hi = np.minimum(lo, f32(0)), np.maximum(hi, f32(0))
+    scale = (hi.astype(f64) - lo.astype(f64)) / (quant_max - quant_min)
+    with np.errstate(divide="ignore"):
+        degenerate = (scale.astype(f32) == 0) | np.isinf(f32(1) / scale.astype(f32))
+    scale = np.where(degenerate, 0.1, scale)
+    threshold = f32(6.1e-5)
+    small = scale < threshold
+    org_scale = scale.astype(f32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        amplifier = threshold / org_scale
+    lo_small = np.where(lo == 0, lo, np.where(hi == 0, -threshold * f32(quant_max - quant_min),
+                                               lo * amplifier))
+    hi_small = np.where(lo == 0, threshold * f32(quant_max - quant_min),
+                        np.where(hi == 0, hi, hi * amplifier))
+    lo, hi = np.where(small, lo_small, lo), np.where(small, hi_small, hi)
+    scale = np.where(small, f64(threshold), scale)
+    zp_from_min = quant_min - lo / scale
+    zp_from_max = quant_max - hi / scale
+    err_min = abs(quant_min) - np.abs(lo / scale)
+    err_max = abs(quant_max) - np.abs(hi / scale)
+    zero_point = np.where(err_min < err_max, zp_from_min, zp_from_max)
+    zero_point = np.where(both & bool(symmetric), (quant_min + quant_max) / 2, zero_point)
+    zero_point = np.clip(np.rint(zero_point), quant_min, quant_max)
+    return scale.astype(f32), zero_point.astype(np.int32)
+
+
+class FusedMovingAvgObsFakeQuantize(FakeQuantize):
+    """FakeQuantize over a moving-average min/max observer, as torch's fused module.
+
+    torch runs observation, qparams and fake quantization as one kernel
+    (``fused_moving_avg_obs_fake_quant``): the running min/max update is the observer's, but
+    the qparams follow ATen's ``ChooseQuantizationParams`` (``_choose_qparams_fused``), not
+    the observer's ``calculate_qparams``, so the fake-quantized values are torch's fused
+    module's. The switches are int64, as torch's fused module holds them.
+    """
+
+    def __init__(self, observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+                 **observer_kwargs):
+        super().__init__(observer, quant_min, quant_max, **observer_kwargs)
+        if not isinstance(self.activation_post_process,
+                          (MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver)):
+            raise AssertionError("Fused observer+fake_quant module only works with "
+                                 "MovingAverageMinMaxObserver")
+        self.register_buffer("fake_quant_enabled", ember.tensor([1], dtype=ember.int64))
+        self.register_buffer("observer_enabled", ember.tensor([1], dtype=ember.int64))
+        self.is_symmetric_quant = self.activation_post_process.qscheme in (
+            per_tensor_symmetric, per_channel_symmetric)
+
+    def extra_repr(self):
+        app = self.activation_post_process
+        return (f"fake_quant_enabled={self.fake_quant_enabled}, "
+                f"observer_enabled={self.observer_enabled}, scale={self.scale}, "
+                f"zero_point={self.zero_point}, dtype={self.dtype}, quant_min={app.quant_min}, "
+                f"quant_max={app.quant_max}, qscheme={self.qscheme}, "
+                f"reduce_range={app.reduce_range}")
+
+    def forward(self, X):
+        app = self.activation_post_process
+        if int(self.observer_enabled[0]) == 1:
+            app(X.detach())
+        elif self.is_per_channel and app.min_val.numel() == 0:
+            # the kernel sizes the (empty) running range on first sight, observing or not
+            size = X.shape[self.ch_axis]
+            app.min_val = ember.full((size,), float("inf"), device=X.device)
+            app.max_val = ember.full((size,), float("-inf"), device=X.device)
+        if int(self.fake_quant_enabled[0]) != 1:
+            return X
+        scale, zero_point = _choose_qparams_fused(
+            app.min_val.detach().cpu().numpy(), app.max_val.detach().cpu().numpy(),
+            app.quant_min, app.quant_max, self.is_symmetric_quant)
+        if tuple(self.scale.shape) != scale.shape:
+            self.scale = ember.empty(scale.shape, dtype=self.scale.dtype,
+                                     device=self.scale.device)
+            self.zero_point = ember.empty(zero_point.shape, dtype=self.zero_point.dtype,
+                                          device=self.zero_point.device)
+        self.scale.copy_(ember.tensor(scale, device=self.scale.device))
+        self.zero_point.copy_(ember.tensor(zero_point, device=self.zero_point.device))
+        if self.is_per_channel:
+            return fake_quantize_per_channel_affine(X, self.scale, self.zero_point, self.ch_axis,
+                                                    app.quant_min, app.quant_max)
+        return fake_quantize_per_tensor_affine(X, self.scale, self.zero_point, app.quant_min,
+                                               app.quant_max)
+
+
 def disable_fake_quant(mod):
     """``model.apply(disable_fake_quant)``: turn fake quantization off in every FakeQuantize."""
     if isinstance(mod, FakeQuantizeBase):
@@ -334,3 +440,11 @@ default_fixed_qparams_range_neg1to1_fake_quant = FixedQParamsFakeQuantize.with_a
     observer=default_fixed_qparams_range_neg1to1_observer)
 default_fixed_qparams_range_0to1_fake_quant = FixedQParamsFakeQuantize.with_args(
     observer=default_fixed_qparams_range_0to1_observer)
+default_fused_act_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype=quint8)
+default_fused_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=qint8,
+    qscheme=per_tensor_symmetric)
+default_fused_per_channel_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127,
+    dtype=qint8, qscheme=per_channel_symmetric)

@@ -15,7 +15,7 @@ import ember
 from ... import nn
 from . import (per_tensor_affine, per_tensor_symmetric, per_channel_affine,
                per_channel_symmetric, per_channel_affine_float_qparams,
-               QuantizedDtype, qint8, quint8, qint32)
+               qint8, quint8, qint32)
 
 __all__ = ["ObserverBase", "UniformQuantizationObserverBase", "MinMaxObserver",
            "MovingAverageMinMaxObserver", "PerChannelMinMaxObserver",
@@ -25,7 +25,8 @@ __all__ = ["ObserverBase", "UniformQuantizationObserverBase", "MinMaxObserver",
            "default_histogram_observer", "default_placeholder_observer", "default_weight_observer",
            "default_per_channel_weight_observer", "default_dynamic_quant_observer",
            "default_float_qparams_observer", "weight_observer_range_neg_127_to_127",
-           "per_channel_weight_observer_range_neg_127_to_127"]
+           "per_channel_weight_observer_range_neg_127_to_127", "NoopObserver",
+           "ReuseInputObserver", "default_reuse_input_observer"]
 
 _PER_TENSOR = (per_tensor_affine, per_tensor_symmetric)
 _PER_CHANNEL = (per_channel_affine, per_channel_symmetric, per_channel_affine_float_qparams)
@@ -399,8 +400,6 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
 
 
 def _bits(dtype):
-    if isinstance(dtype, QuantizedDtype):
-        return (dtype.max - dtype.min + 1).bit_length() - 1
     return ember.iinfo(dtype).bits
 
 
@@ -631,6 +630,34 @@ class PlaceholderObserver(ObserverBase):
         raise Exception("calculate_qparams should not be called for PlaceholderObserver")
 
 
+class NoopObserver(ObserverBase):
+    """Records nothing and gives no qparams: marks a tensor left in ``dtype`` (e.g. float32)."""
+
+    def __init__(self, dtype=ember.float16, custom_op_name=""):
+        super().__init__(dtype=dtype)
+        self.dtype = dtype
+        self.custom_op = custom_op_name
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for NoopObserver")
+
+
+class ReuseInputObserver(ObserverBase):
+    """Records nothing: an op whose output takes its input's qparams (``reshape``...)."""
+
+    def __init__(self):
+        super().__init__(quint8, is_dynamic=False)
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for ReuseInputObserver")
+
+
 default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)
 default_placeholder_observer = PlaceholderObserver
 default_fixed_qparams_range_neg1to1_observer = FixedQParamsObserver.with_args(
@@ -649,3 +676,4 @@ default_dynamic_quant_observer = PlaceholderObserver.with_args(dtype=quint8, qua
                                                                quant_max=255, is_dynamic=True)
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(
     dtype=quint8, qscheme=per_channel_affine_float_qparams, ch_axis=0)
+default_reuse_input_observer = ReuseInputObserver

@@ -45,6 +45,14 @@ _state = threading.local()
 class _ConcreteTracer:
     """Maps each traced tensor (by identity) to the node that produced it."""
 
+    # make_fx records an op only when it reads a traced value (the rest are constants); the
+    # capture of ``ember.compile`` records every tensor op, so that a factory call
+    # (``ember.zeros``, ``ember.randn``) is re-run, with fresh memory and fresh draws, on replay.
+    record_all = False
+
+    def op_started(self, args, kwargs):
+        """Called before a recorded op runs (``ember._dynamo``'s capture watches mutations)."""
+
     def __init__(self, root, attr_paths):
         self.graph = Graph()
         self.root = root
@@ -144,8 +152,10 @@ def _recorder(kind, target, fn, reorder=None):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         tracer = getattr(_state, "tracer", None)
-        if tracer is None or _state.depth or not tracer.any_traced(args, kwargs):
+        if tracer is None or _state.depth or not (tracer.record_all
+                                                    or tracer.any_traced(args, kwargs)):
             return fn(*args, **kwargs)
+        tracer.op_started(args, kwargs)
         _state.depth += 1
         try:
             out = fn(*args, **kwargs)

@@ -630,12 +630,23 @@ class Module:
 
     # ---- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks
                 or _global_forward_pre_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
             return self._call_impl(*args, **kwargs)
         return self.forward(*args, **kwargs)
+
+    # Set by ``compile()``: calls then run the compiled ``_call_impl``.
+    _compiled_call_impl = None
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's calls in place with ``ember.compile(*args, **kwargs)``, as
+        torch's ``Module.compile`` (the module stays this object; ``state_dict`` keys unchanged)."""
+        from ... import _dynamo
+        self._compiled_call_impl = _dynamo.compile(self._call_impl, *args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
         forward_call = self.forward

@@ -1,0 +1,73 @@
+"""``torch._dynamo`` for Ember: the front end of ``ember.compile``.
+
+``ember.compile(fn_or_module)`` records a call of the function (``convert_frame``: the concrete
+tracer, graph breaks at data-dependent Python, a watcher for effects a replay would skip), cuts
+the recording into graphs that a backend compiles (``backends/registry.py``: ``"inductor"``,
+``"eager"``, ``"aot_eager"`` or any callable), and replays them on later calls whose guards hold
+(``guards.py``, ``eval_frame.py``), falling back to eager where it must."""
+from . import config, exc  # noqa: F401
+from .backends.registry import register_backend, lookup_backend, list_backends  # noqa: F401
+from .eval_frame import (optimize, disable, allow_in_graph, reset, explain,  # noqa: F401
+                         is_compiling, OptimizedModule)
+
+__all__ = ["compile", "optimize", "disable", "allow_in_graph", "reset", "explain", "config",
+           "exc", "register_backend", "lookup_backend", "list_backends", "is_compiling",
+           "mark_dynamic", "maybe_mark_dynamic", "mark_static", "OptimizedModule",
+           "is_dynamo_supported"]
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """``torch.compile``: ``model`` (a function or a Module) recorded into graphs on its first
+    call and replayed from them while its guards hold; a decorator without ``model``.
+
+    ``fullgraph=True`` raises ``ember._dynamo.exc.Unsupported`` at the first graph break (naming
+    what broke it and the source line) or at an effect that needs an eager fallback. ``dynamic``:
+    every graph is specialised to its shapes whatever its value (Ember has no symbolic shapes; a
+    new shape records a new graph, up to ``config.recompile_limit``). ``mode`` is one of torch's
+    (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+    "max-autotune"); it and ``options`` are passed to the backend as keyword arguments.
+    ``disable=True`` returns ``model`` unchanged."""
+    from .eval_frame import _compile, _backend_options
+    lookup_backend(backend)
+    _backend_options(backend, mode, options)   # the mode/options checks, before any call
+    if dynamic not in (None, True, False):
+        raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
+    if model is None:
+        def decorate(m):
+            return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                           options=options, disable=disable)
+        return decorate
+    return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                    options=options, disable=disable)
+
+
+def mark_dynamic(t, index, *, min=None, max=None):
+    """Mark dimension(s) ``index`` of ``t`` dynamic, as torch does (``t._dynamo_dynamic_indices``).
+    Ember's graphs are specialised to every shape, so compiling a function called with such a
+    tensor raises NotImplementedError rather than silently specialising the dimension."""
+    dims = [index] if isinstance(index, int) else list(index)
+    marked = set(getattr(t, "_dynamo_dynamic_indices", ()) or ())
+    marked.update(d % t.dim() if t.dim() else d for d in dims)
+    t._dynamo_dynamic_indices = marked
+
+
+def maybe_mark_dynamic(t, index):
+    """A hint that ``index`` may vary: Ember specialises it (a new size records a new graph),
+    which is what torch does when it cannot keep a dimension dynamic."""
+    t._dynamo_weak_dynamic_indices = set(getattr(t, "_dynamo_weak_dynamic_indices", ()) or ()) \
+        | ({index} if isinstance(index, int) else set(index))
+
+
+def mark_static(t, index=None):
+    """Mark dimensions static: what Ember's graphs are anyway (every shape is guarded)."""
+    dims = getattr(t, "_dynamo_dynamic_indices", None)
+    if dims:
+        dims.difference_update(range(t.dim()) if index is None else
+                               ([index] if isinstance(index, int) else index))
+    t._dynamo_static_indices = set(range(t.dim()) if index is None else
+                                   ([index] if isinstance(index, int) else index))
+
+
+def is_dynamo_supported():
+    return True

@@ -1,0 +1,199 @@
+"""``ember.ao.nn.quantized.functional``: the functional forms of the quantized modules, as
+``torch.ao.nn.quantized.functional``. Pooling runs on the integers (max exactly, averages
+rounded), the activations through ``ember.ops.quantized``."""
+import numpy as np
+
+import ember
+from ember._tensor import _wrap
+from ember._quantized_tensor import QuantizedTensor, wrap_quantized, _qparams
+from ember.ops import quantized as _ops
+
+__all__ = ["linear", "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "hardswish", "elu", "leaky_relu", "hardtanh", "clamp",
+           "threshold", "hardsigmoid", "celu", "relu6", "dropout", "interpolate", "upsample",
+           "upsample_nearest", "upsample_bilinear"]
+
+
+def _quantized(input, fn):
+    if not isinstance(input, QuantizedTensor):
+        raise ValueError(f"Input to 'quantized.{fn}' must be quantized!")
+
+
+def linear(input, weight, bias=None, scale=None, zero_point=None):
+    """``input W^T + b`` for quint8 ``input`` and qint8 ``weight``, quantized to ``scale``/
+    ``zero_point`` (default: the input's)."""
+    scale = input.q_scale() if scale is None else scale
+    zero_point = input.q_zero_point() if zero_point is None else zero_point
+    return _ops.linear(input, _ops.linear_prepack(weight, bias), scale, zero_point)
+
+
+def _conv(dims, input, weight, bias, stride, padding, dilation, groups, padding_mode, scale,
+          zero_point, dtype):
+    if padding_mode != "zeros":
+        raise NotImplementedError("Only zero-padding is supported!")
+    if dtype is not ember.quint8:
+        raise NotImplementedError("Only torch.quint8 is supported for activation tensor!")
+    if weight.dtype is not ember.qint8:
+        raise NotImplementedError("Only torch.qint8 is supported for weight tensor!")
+    if input.ndim != dims + 2:
+        raise ValueError(f"Input shape must be {dims + 2}-D, got {list(input.shape)}")
+    packed = _ops.conv_prepack(weight, bias, stride, padding, dilation, groups)
+    return _ops.conv(input, packed, scale, zero_point)
+
+
+def conv1d(input, weight, bias, stride=1, padding=0, dilation=1, groups=1,
+           padding_mode="zeros", scale=1.0, zero_point=0, dtype=ember.quint8):
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups, padding_mode, scale,
+                 zero_point, dtype)
+
+
+def conv2d(input, weight, bias, stride=1, padding=0, dilation=1, groups=1,
+           padding_mode="zeros", scale=1.0, zero_point=0, dtype=ember.quint8):
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, padding_mode, scale,
+                 zero_point, dtype)
+
+
+def conv3d(input, weight, bias, stride=1, padding=0, dilation=1, groups=1,
+           padding_mode="zeros", scale=1.0, zero_point=0, dtype=ember.quint8):
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, padding_mode, scale,
+                 zero_point, dtype)
+
+
+def _on_integers(input, fn, name):
+    """``fn`` (a float op) on the integers as float32 (exact), the result back in the input's
+    dtype and qparams."""
+    _quantized(input, name)
+    ints = _wrap(input._data.array.astype(np.float32), ember.float32, input)
+    out = fn(ints)
+    data = input._backend.xp.rint(out._data).astype(input.dtype.np)
+    return wrap_quantized(data, input.dtype, input, _qparams(input))
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError("return_indices is not yet implemented!")
+    return _on_integers(input, lambda x: ember.nn.functional.max_pool1d(
+        x, kernel_size, stride, padding, dilation, ceil_mode), "max_pool1d")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError("return_indices is not yet implemented!")
+    return _on_integers(input, lambda x: ember.nn.functional.max_pool2d(
+        x, kernel_size, stride, padding, dilation, ceil_mode), "max_pool2d")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Average pooling on the integers (the zero point shifts out), rounded to nearest."""
+    _quantized(input, "avg_pool2d")
+    z = np.float32(input.q_zero_point())
+    ints = _wrap(input._data.array.astype(np.float32) - z, ember.float32, input)
+    out = ember.nn.functional.avg_pool2d(ints, kernel_size, stride, padding, ceil_mode,
+                                         count_include_pad, divisor_override)
+    lo, hi = _ops._RANGE[input.dtype]
+    data = input._backend.xp.clip(np.rint(out._data) + z, lo, hi).astype(input.dtype.np)
+    return wrap_quantized(data, input.dtype, input, _qparams(input))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Adaptive average pooling on the integers, rounded to nearest."""
+    _quantized(input, "adaptive_avg_pool2d")
+    z = np.float32(input.q_zero_point())
+    ints = _wrap(input._data.array.astype(np.float32) - z, ember.float32, input)
+    out = ember.nn.functional.adaptive_avg_pool2d(ints, output_size)
+    lo, hi = _ops._RANGE[input.dtype]
+    data = input._backend.xp.clip(np.rint(out._data) + z, lo, hi).astype(input.dtype.np)
+    return wrap_quantized(data, input.dtype, input, _qparams(input))
+
+
+def hardswish(input, scale, zero_point):
+    _quantized(input, "hardswish")
+    return _ops.via_float(input, lambda x: x * np.clip(x + np.float32(3), 0, 6) / np.float32(6),
+                          scale, zero_point)
+
+
+def elu(input, scale, zero_point, alpha=1.0):
+    _quantized(input, "elu")
+    a = np.float32(alpha)
+    return _ops.via_float(input, lambda x: np.where(x > 0, x, a * np.expm1(x)), scale,
+                          zero_point)
+
+
+def celu(input, scale, zero_point, alpha=1.0):
+    _quantized(input, "celu")
+    a = np.float32(alpha)
+    return _ops.via_float(input, lambda x: np.where(x > 0, x, a * np.expm1(x / a)), scale,
+                          zero_point)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False, scale=None, zero_point=None):
+    _quantized(input, "leaky_relu")
+    s = np.float32(negative_slope)
+    return _ops.via_float(input, lambda x: np.where(x > 0, x, x * s), scale, zero_point)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    _quantized(input, "hardtanh")
+    return _ops.via_float(input, lambda x: np.clip(x, np.float32(min_val), np.float32(max_val)))
+
+
+def clamp(input, min_, max_):
+    _quantized(input, "clamp")
+    return _ops.via_float(input, lambda x: np.clip(x, np.float32(min_), np.float32(max_)))
+
+
+def threshold(input, threshold, value):
+    _quantized(input, "threshold")
+    if threshold is None or value is None:
+        raise ValueError("Input to 'threshold' must be specified!")
+    return _ops.via_float(input, lambda x: np.where(x > np.float32(threshold), x,
+                                                    np.float32(value)))
+
+
+def hardsigmoid(input, inplace=False):
+    _quantized(input, "hardsigmoid")
+    return _ops.via_float(input, lambda x: np.clip(x / np.float32(6) + np.float32(0.5), 0, 1))
+
+
+def relu6(input, inplace=False):
+    _quantized(input, "relu6")
+    return _ops.relu6(input)
+
+
+def dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout of a quantized tensor at inference: the input itself."""
+    if training:
+        raise NotImplementedError("dropout of a quantized tensor runs at inference only")
+    return input
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resampling on the dequantized values, requantized with the input's qparams
+    (``nearest`` copies integers, so it is exact)."""
+    _quantized(input, "interpolate")
+    if mode not in ("bilinear", "nearest"):
+        raise ValueError("Input quantized interpolate supports only bilinear and nearest modes")
+    if mode == "nearest":
+        return _on_integers(input, lambda x: ember.nn.functional.interpolate(
+            x, size, scale_factor, mode), "interpolate")
+
+    def on_array(x):
+        out = ember.nn.functional.interpolate(_wrap(x, ember.float32, input), size,
+                                              scale_factor, mode, align_corners)
+        return out._data
+    return _ops.via_float(input, on_array)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")

@@ -1,0 +1,3 @@
+"""``ember.nn.quantized.dynamic``: torch's older path for ``ember.ao.nn.quantized.dynamic``."""
+from ....ao.nn.quantized.dynamic import *  # noqa: F401,F403
+from ....ao.nn.quantized.dynamic import __all__  # noqa: F401

@@ -1,0 +1,11 @@
+"""``ember.vision.datasets``, as ``torchvision.datasets``: datasets reading the standard
+files in torchvision's on-disk layout, and the helpers to download and check them."""
+from .cifar import CIFAR10, CIFAR100
+from .fakedata import FakeData
+from .folder import DatasetFolder, ImageFolder
+from .mnist import EMNIST, KMNIST, MNIST, FashionMNIST
+from .svhn import SVHN
+from .vision import VisionDataset
+
+__all__ = ["CIFAR10", "CIFAR100", "DatasetFolder", "EMNIST", "FakeData", "FashionMNIST",
+           "ImageFolder", "KMNIST", "MNIST", "SVHN", "VisionDataset"]
