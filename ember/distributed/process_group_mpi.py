@@ -421,8 +421,15 @@ def _install_abort_hook(rank, comm):
         sys.stderr.write("".join(f"{prefix}{line}\n" for line in text.splitlines()))
         sys.stderr.flush()
         sys.stdout.flush()
+        world = _mpi().COMM_WORLD
+        comm = _ABORT_COMM or world
+        if comm.Get_size() == world.Get_size():
+            # One mpiexec job: a rank that exits non-zero makes Hydra end the others, and on
+            # that path Hydra forwards every byte the rank wrote; MPI_Abort tears the job down
+            # at once and, on a loaded machine, the traceback above could be lost with it.
+            os._exit(1)
         try:
-            (_ABORT_COMM or _mpi().COMM_WORLD).Abort(1)
+            comm.Abort(1)
         finally:
             os._exit(1)
     sys.excepthook = hook
