@@ -235,10 +235,16 @@ def _patch_defaults(patcher, fn, recorders):
         patcher._undo.append(lambda: setattr(fn, "__defaults__", old))
 
 
-def _patch_everything(patcher, extra_globals, closures=()):
+def _patch_everything(patcher, extra_globals, closures=(), wrap=_recorder):
+    """Swap every Ember op, wherever Ember binds it, for ``wrap(kind, target, fn, reorder)``:
+    the public functions, the op families' functions, layers' functionals, ops bound as default
+    arguments or in ``closures``, and Tensor's methods and operators. make_fx records with it;
+    the profiler times and vmap batches through the same swap with their own ``wrap``. Only
+    the tracer (the default ``wrap``) also swaps Tensor's properties and ``__iter__``."""
     import sys
     from ..._tensor import Tensor
-    recorders = {fn: _recorder("call_function", fn, fn) for fn in _recorded_functions()}
+    tracing = wrap is _recorder
+    recorders = {fn: wrap("call_function", fn, fn, None) for fn in _recorded_functions()}
     namespaces = [vars(mod) for name, mod in list(sys.modules.items())
                   if mod is not None and (name == "ember" or name.startswith("ember."))
                   and not name.startswith("ember.fx")]
@@ -276,18 +282,20 @@ def _patch_everything(patcher, extra_globals, closures=()):
                 _patch_cell(patcher, cell, r)
     for name, value in list(vars(Tensor).items()):
         if name in _OPERATOR_OF:
-            patcher.patch(Tensor, name, _recorder("call_function", _OPERATOR_OF[name], value))
+            patcher.patch(Tensor, name, wrap("call_function", _OPERATOR_OF[name], value, None))
         elif name in _REFLECTED_OF:
-            patcher.patch(Tensor, name, _recorder("call_function", _REFLECTED_OF[name], value,
-                                                  reorder=lambda a: (a[1], a[0])))
+            patcher.patch(Tensor, name, wrap("call_function", _REFLECTED_OF[name], value,
+                                             lambda a: (a[1], a[0])))
         elif name in _INPLACE_OF:
-            patcher.patch(Tensor, name, _recorder("call_function", _INPLACE_OF[name], value))
+            patcher.patch(Tensor, name, wrap("call_function", _INPLACE_OF[name], value, None))
         elif name == "__iter__":
-            patcher.patch(Tensor, name, _iter_recorder(value))
+            if tracing:
+                patcher.patch(Tensor, name, _iter_recorder(value))
         elif name in _TENSOR_PROPERTIES and isinstance(value, property):
-            patcher.patch(Tensor, name, _property_recorder(name, value))
+            if tracing:
+                patcher.patch(Tensor, name, _property_recorder(name, value))
         elif not name.startswith("_") and isinstance(value, types.FunctionType):
-            patcher.patch(Tensor, name, _recorder("call_method", name, value))
+            patcher.patch(Tensor, name, wrap("call_method", name, value, None))
 
 
 def make_fx(f, decomposition_table=None, tracing_mode="real", _allow_non_fake_inputs=False,
