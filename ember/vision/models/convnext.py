@@ -125,13 +125,16 @@ def _convnext(block_setting, stochastic_depth_prob, weights, progress, **kwargs)
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (32, 32), "categories": _IMAGENET_CATEGORIES}
+
+
 class ConvNeXt_Tiny_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/convnext_tiny-983f1562.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=236),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#co'
              'nvnext'),
             "_docs": ('\n        These weights improve upon the results of the original paper by'
@@ -157,8 +160,7 @@ class ConvNeXt_Small_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/convnext_small-0c510722.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=230),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#co'
              'nvnext'),
             "_docs": ('\n        These weights improve upon the results of the original paper by'
@@ -184,8 +186,7 @@ class ConvNeXt_Base_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/convnext_base-6075fbad.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#co'
              'nvnext'),
             "_docs": ('\n        These weights improve upon the results of the original paper by'
@@ -211,8 +212,7 @@ class ConvNeXt_Large_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/convnext_large-ea097f82.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#co'
              'nvnext'),
             "_docs": ('\n        These weights improve upon the results of the original paper by'

@@ -158,13 +158,16 @@ def _densenet(growth_rate, block_config, num_init_features, weights, progress, *
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (29, 29), "categories": _IMAGENET_CATEGORIES}
+
+
 class DenseNet121_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/densenet121-a639ec97.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (29, 29),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/116',
             "_docs": 'These weights are ported from LuaTorch.',
             "num_params": 7978856,
@@ -186,8 +189,7 @@ class DenseNet161_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/densenet161-8d451a50.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (29, 29),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/116',
             "_docs": 'These weights are ported from LuaTorch.',
             "num_params": 28681000,
@@ -209,8 +211,7 @@ class DenseNet169_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/densenet169-b2777c0a.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (29, 29),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/116',
             "_docs": 'These weights are ported from LuaTorch.',
             "num_params": 14149480,
@@ -232,8 +233,7 @@ class DenseNet201_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/densenet201-c1103571.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (29, 29),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/116',
             "_docs": 'These weights are ported from LuaTorch.',
             "num_params": 20013928,

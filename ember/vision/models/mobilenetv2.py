@@ -102,14 +102,17 @@ class MobileNetV2(nn.Module):
         return self._forward_impl(x)
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
+
+
 class MobileNet_V2_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/mobilenet_v2-b0353104.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
             "num_params": 3504872,
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#mo'
              'bilenetv2'),
             "_metrics": {
@@ -129,8 +132,7 @@ class MobileNet_V2_Weights(WeightsEnum):
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
             "num_params": 3504872,
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-reg-tuning'),
             "_metrics": {
                 "ImageNet-1K": {

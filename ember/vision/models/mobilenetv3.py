@@ -178,13 +178,16 @@ def _mobilenet_v3(inverted_residual_setting, last_channel, weights, progress, **
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
+
+
 class MobileNet_V3_Large_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/mobilenet_v3_large-8738ca79.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 5483032,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#mo'
              'bilenetv3-large--small'),
@@ -204,8 +207,7 @@ class MobileNet_V3_Large_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/mobilenet_v3_large-5c1a4163.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 5483032,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-reg-tuning'),
             "_metrics": {
@@ -231,8 +233,7 @@ class MobileNet_V3_Small_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/mobilenet_v3_small-047dcff4.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 2542856,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#mo'
              'bilenetv3-large--small'),

@@ -194,13 +194,16 @@ def _regnet(block_params, weights, progress, **kwargs):
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
+
+
 class RegNet_X_16GF_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/regnet_x_16gf-2007eb11.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 54278536,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#me'
              'dium-models'),
@@ -220,8 +223,7 @@ class RegNet_X_16GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_16gf-ba3796d7.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 54278536,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -247,8 +249,7 @@ class RegNet_X_1_6GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_1_6gf-e3633e7f.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 9190136,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -268,8 +269,7 @@ class RegNet_X_1_6GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_1_6gf-a12f2b72.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 9190136,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-fixres'),
             "_metrics": {
@@ -295,8 +295,7 @@ class RegNet_X_32GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_32gf-9d47f8d0.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 107811560,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#la'
              'rge-models'),
@@ -316,8 +315,7 @@ class RegNet_X_32GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_32gf-6eb8fdc6.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 107811560,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -343,8 +341,7 @@ class RegNet_X_3_2GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_3_2gf-f342aeae.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 15296552,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#me'
              'dium-models'),
@@ -364,8 +361,7 @@ class RegNet_X_3_2GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_3_2gf-7071aa85.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 15296552,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -391,8 +387,7 @@ class RegNet_X_400MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_400mf-adf1edd5.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 5495976,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -412,8 +407,7 @@ class RegNet_X_400MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_400mf-62229a5f.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 5495976,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-fixres'),
             "_metrics": {
@@ -439,8 +433,7 @@ class RegNet_X_800MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_800mf-ad17e45c.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 7259656,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -460,8 +453,7 @@ class RegNet_X_800MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_800mf-94a99ebd.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 7259656,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-fixres'),
             "_metrics": {
@@ -487,8 +479,7 @@ class RegNet_X_8GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_8gf-03ceed89.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 39572648,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#me'
              'dium-models'),
@@ -508,8 +499,7 @@ class RegNet_X_8GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_x_8gf-2b70d774.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 39572648,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -538,8 +528,7 @@ class RegNet_Y_128GF_Weights(WeightsEnum):
             resize_size=384,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/facebookresearch/SWAG',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 644812894,
@@ -564,8 +553,7 @@ class RegNet_Y_128GF_Weights(WeightsEnum):
             resize_size=224,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/5793',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 644812894,
@@ -591,8 +579,7 @@ class RegNet_Y_16GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_16gf-9e6ed7dd.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 83590140,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#la'
              'rge-models'),
@@ -612,8 +599,7 @@ class RegNet_Y_16GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_16gf-3e4a00f9.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 83590140,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -638,8 +624,7 @@ class RegNet_Y_16GF_Weights(WeightsEnum):
             resize_size=384,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/facebookresearch/SWAG',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 83590140,
@@ -664,8 +649,7 @@ class RegNet_Y_16GF_Weights(WeightsEnum):
             resize_size=224,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/5793',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 83590140,
@@ -691,8 +675,7 @@ class RegNet_Y_1_6GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_1_6gf-b11a554e.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 11202430,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -712,8 +695,7 @@ class RegNet_Y_1_6GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_1_6gf-0d7bc02a.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 11202430,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -739,8 +721,7 @@ class RegNet_Y_32GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_32gf-4dee3f7a.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 145046770,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#la'
              'rge-models'),
@@ -760,8 +741,7 @@ class RegNet_Y_32GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_32gf-8db6d4b5.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 145046770,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -786,8 +766,7 @@ class RegNet_Y_32GF_Weights(WeightsEnum):
             resize_size=384,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/facebookresearch/SWAG',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 145046770,
@@ -812,8 +791,7 @@ class RegNet_Y_32GF_Weights(WeightsEnum):
             resize_size=224,
             interpolation=InterpolationMode.BICUBIC),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/5793',
             "license": 'https://github.com/facebookresearch/SWAG/blob/main/LICENSE',
             "num_params": 145046770,
@@ -839,8 +817,7 @@ class RegNet_Y_3_2GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_3_2gf-b5a9779c.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 19436338,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#me'
              'dium-models'),
@@ -860,8 +837,7 @@ class RegNet_Y_3_2GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_3_2gf-9180c971.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 19436338,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -887,8 +863,7 @@ class RegNet_Y_400MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_400mf-c65dace8.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 4344144,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -908,8 +883,7 @@ class RegNet_Y_400MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_400mf-e6988f5f.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 4344144,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -935,8 +909,7 @@ class RegNet_Y_800MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_800mf-1b27b58c.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 6432512,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#sm'
              'all-models'),
@@ -956,8 +929,7 @@ class RegNet_Y_800MF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_800mf-58fc7688.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 6432512,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -983,8 +955,7 @@ class RegNet_Y_8GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_8gf-d0d0e4a8.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 39381472,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#me'
              'dium-models'),
@@ -1004,8 +975,7 @@ class RegNet_Y_8GF_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/regnet_y_8gf-dc2b1b54.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 39381472,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {

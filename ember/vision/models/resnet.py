@@ -169,13 +169,16 @@ def _resnet(block, layers, weights, progress, **kwargs):
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
+
+
 class ResNet18_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet18-f37072fd.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 11689512,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snet'),
@@ -199,8 +202,7 @@ class ResNet34_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet34-b627a593.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 21797672,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snet'),
@@ -224,8 +226,7 @@ class ResNet50_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet50-0676ba61.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 25557032,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snet'),
@@ -245,8 +246,7 @@ class ResNet50_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet50-11ad3fa6.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 25557032,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#issuecomment-1013906621'),
             "_metrics": {
@@ -271,8 +271,7 @@ class ResNet101_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet101-63fe2227.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 44549160,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snet'),
@@ -292,8 +291,7 @@ class ResNet101_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet101-cd907fc2.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 44549160,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -318,8 +316,7 @@ class ResNet152_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet152-394f9c45.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 60192808,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snet'),
@@ -339,8 +336,7 @@ class ResNet152_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnet152-f82ba261.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 60192808,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -365,8 +361,7 @@ class ResNeXt50_32X4D_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnext50_32x4d-7cdf4587.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 25028904,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snext'),
@@ -386,8 +381,7 @@ class ResNeXt50_32X4D_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnext50_32x4d-1a0047aa.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 25028904,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {
@@ -412,8 +406,7 @@ class ResNeXt101_32X8D_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnext101_32x8d-8ba56ff5.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 88791336,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#re'
              'snext'),
@@ -433,8 +426,7 @@ class ResNeXt101_32X8D_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnext101_32x8d-110c445d.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 88791336,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-fixres'),
             "_metrics": {
@@ -459,8 +451,7 @@ class ResNeXt101_64X4D_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/resnext101_64x4d-173b62eb.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 83455272,
             "recipe": 'https://github.com/pytorch/vision/pull/5935',
             "_metrics": {
@@ -485,8 +476,7 @@ class Wide_ResNet50_2_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/wide_resnet50_2-95faca4d.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 68883240,
             "recipe": 'https://github.com/pytorch/vision/pull/912#issue-445437439',
             "_metrics": {
@@ -505,8 +495,7 @@ class Wide_ResNet50_2_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/wide_resnet50_2-9ba9bcbe.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 68883240,
             "recipe": ('https://github.com/pytorch/vision/issues/3995#new-recipe-with-fixres'),
             "_metrics": {
@@ -531,8 +520,7 @@ class Wide_ResNet101_2_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/wide_resnet101_2-32ee1156.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 126886696,
             "recipe": 'https://github.com/pytorch/vision/pull/912#issue-445437439',
             "_metrics": {
@@ -551,8 +539,7 @@ class Wide_ResNet101_2_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/wide_resnet101_2-d733dc28.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "num_params": 126886696,
             "recipe": 'https://github.com/pytorch/vision/issues/3995#new-recipe',
             "_metrics": {

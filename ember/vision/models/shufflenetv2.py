@@ -120,13 +120,16 @@ def _shufflenetv2(weights, progress, *args, **kwargs):
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
+
+
 class ShuffleNet_V2_X0_5_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/shufflenetv2_x0.5-f707e7126e.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/ericsun99/Shufflenet-v2-Pytorch',
             "num_params": 1366792,
             "_metrics": {
@@ -149,8 +152,7 @@ class ShuffleNet_V2_X1_0_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/shufflenetv2_x1-5666bf0f80.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/ericsun99/Shufflenet-v2-Pytorch',
             "num_params": 2278604,
             "_metrics": {
@@ -173,8 +175,7 @@ class ShuffleNet_V2_X1_5_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/shufflenetv2_x1_5-3c479a10.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/5906',
             "num_params": 3503624,
             "_metrics": {
@@ -199,8 +200,7 @@ class ShuffleNet_V2_X2_0_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/shufflenetv2_x2_0-8be3c8ee.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232),
         meta={
-            "min_size": (1, 1),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": 'https://github.com/pytorch/vision/pull/5906',
             "num_params": 7393996,
             "_metrics": {

@@ -85,13 +85,16 @@ def _vgg(cfg, batch_norm, weights, progress, **kwargs):
     return model
 
 
+# What every checkpoint of this family shares, as torchvision keeps it.
+_COMMON_META = {"min_size": (32, 32), "categories": _IMAGENET_CATEGORIES}
+
+
 class VGG11_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg11-8a719046.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -115,8 +118,7 @@ class VGG11_BN_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg11_bn-6002323d.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -140,8 +142,7 @@ class VGG13_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg13-19584684.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -165,8 +166,7 @@ class VGG13_BN_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg13_bn-abd245e5.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -190,8 +190,7 @@ class VGG16_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg16-397923af.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -241,8 +240,7 @@ class VGG16_BN_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg16_bn-6c64b313.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -266,8 +264,7 @@ class VGG19_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg19-dcbb9e9d.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
@@ -291,8 +288,7 @@ class VGG19_BN_Weights(WeightsEnum):
         url="https://download.pytorch.org/models/vgg19_bn-c79401a0.pth",
         transforms=partial(ImageClassification, crop_size=224),
         meta={
-            "min_size": (32, 32),
-            "categories": _IMAGENET_CATEGORIES,
+            **_COMMON_META,
             "recipe": ('https://github.com/pytorch/vision/tree/main/references/classification#al'
              'exnet-and-vgg'),
             "_docs": ('These weights were trained from scratch by using a simplified training '
