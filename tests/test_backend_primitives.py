@@ -231,3 +231,32 @@ def test_cupy_backend_declares_bfloat16_from_cupy_14_on():
     assert bf16 not in old and np.dtype(np.float16) in old
     assert "CuPy 13.6.0 has no bfloat16 arrays" in note
     assert CupyConformanceBackend().supports_dtype(bf16)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.complex64])
+@pytest.mark.parametrize("beta", [1.0, 0.9])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "empty", "0-d"])
+def test_axpby_is_alpha_x_plus_beta_y_in_place(backend, dtype, beta, layout):
+    rng = np.random.default_rng(0)
+    shape = {"contiguous": (7, 33), "transposed": (33, 7), "empty": (0, 4), "0-d": ()}[layout]
+    x = random_array(rng, shape, dtype)
+    y = random_array(rng, shape, dtype)
+    if layout == "transposed":
+        x, y = x.T, y.T
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    expected = (np.asarray(x, wide) * -0.25 + np.asarray(y, wide) * beta).astype(dtype)
+    y_dev = on(backend, y)
+    if layout == "transposed":
+        y_dev = y_dev.T.copy().T  # keep it a non-contiguous view on the device too
+    backend.axpby(y_dev, -0.25, on(backend, x), beta)
+    tol = 1e-3 if dtype == np.float16 else 1e-6
+    np.testing.assert_allclose(back(backend, y_dev), expected, rtol=tol, atol=tol)
+
+
+def test_axpby_reads_an_overlapping_x_before_writing_y():
+    backend = NumpyBackend()
+    base = np.arange(10, dtype=np.float32)
+    y, x = base[1:9], base[0:8]
+    expected = 2.0 * x.copy() + y.copy()
+    backend.axpby(y, 2.0, x)
+    np.testing.assert_array_equal(y, expected)

@@ -100,6 +100,15 @@ class Backend:
     def erfinv(self, x):
         raise NotImplementedError
 
+    def axpby(self, y, alpha, x, beta=1.0):
+        """``y = alpha * x + beta * y`` in place, for ``x`` and ``y`` of one shape and dtype
+        (the optimizers' running averages and updates). This reference is two passes and a
+        temporary; a backend may do it in one (the NumPy backend: BLAS ``axpby``/``axpy``)."""
+        xp = self.xp
+        if beta != 1.0:
+            xp.multiply(y, beta, out=y)
+        xp.add(y, x if alpha == 1.0 else xp.multiply(x, alpha), out=y)
+
     # -- random numbers ------------------------------------------------------------------------
     #: True where samplers on this device draw on the device itself: each of its devices then
     #: has its own default generator (``ember.Generator(device=...)`` for one of them), whose

@@ -44,7 +44,8 @@ class SGD(Optimizer):
     def _update(self, group, param, grad, state):
         if is_sparse_gradient(grad):
             return self._sparse_update(group, param, grad, state)
-        xp = param._backend.xp
+        backend = param._backend
+        xp = backend.xp
         p = array(param)
         g = gradient_for_step(xp, p, array(grad), group["maximize"], group["weight_decay"])
         momentum = group["momentum"]
@@ -54,14 +55,14 @@ class SGD(Optimizer):
                 buf_tensor = state["momentum_buffer"] = state_from(g, grad)
                 buf = array(buf_tensor)
             else:
+                # buf.mul_(momentum).add_(g, alpha=1 - dampening), in one pass
                 buf = array(buf_tensor)
-                xp.multiply(buf, momentum, out=buf)
-                xp.add(buf, xp.multiply(g, 1 - group["dampening"]), out=buf)
+                backend.axpby(buf, 1 - group["dampening"], g, momentum)
             if group["nesterov"]:
                 g = xp.add(g, xp.multiply(buf, momentum))
             else:
                 g = buf
-        xp.add(p, xp.multiply(g, -scalar(group["lr"])), out=p)
+        backend.axpby(p, -scalar(group["lr"]), g)
 
     def _sparse_update(self, group, param, grad, state):
         """PyTorch's rule on a sparse gradient, in sparse arithmetic: the momentum buffer is a
