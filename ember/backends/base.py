@@ -66,6 +66,16 @@ class Backend:
     def matmul(self, a, b):
         raise NotImplementedError
 
+    def matmul_into(self, out, a, b, accumulate=False):
+        """``out[...] = a @ b`` (``out += a @ b`` with ``accumulate``) for 2-D operands, ``out``
+        not overlapping them: the recurrent layers' per-step products, which a backend may do
+        with no temporary (the NumPy backend through MKL's gemm)."""
+        product = self.matmul(a, b)
+        if accumulate:
+            out += product
+        else:
+            out[...] = product
+
     def index_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating (scatter-add)."""
         raise NotImplementedError

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import ml_dtypes
 
-from . import _cblas
+from . import _cblas, _mkl
 from .base import Backend
 from ._malloc import keep_freed_memory_for_reuse
 
@@ -68,6 +68,13 @@ _erfc_loop = np.vectorize(math.erfc, otypes=[np.float64])
 _erfinv_loop = np.vectorize(_erfinv_scalar, otypes=[np.float64])
 
 
+@functools.lru_cache(maxsize=None)
+def _mkl_gemm():
+    """MKL's gemm where it is installed and chosen (``backends/_mkl.py``), else None: looked up
+    on the first matrix product, not at import."""
+    return _mkl.gemm if _mkl.active() else None
+
+
 def memory_owner(array):
     """The array at the root of NumPy's view chain: the one whose buffer ``array`` views (what
     a checkpoint writes as one storage)."""
@@ -114,7 +121,22 @@ class NumpyBackend(Backend):
         # multiply in float32 and round back, which is what PyTorch's CPU kernels do.
         if a.dtype in _LOW_PRECISION:
             return np.matmul(a.astype(_F32), b.astype(_F32)).astype(a.dtype)
+        if a.ndim == 2 and b.ndim == 2 and _mkl_gemm() is not None:
+            product = _mkl.gemm(a, b)
+            if product is not None:
+                return product
         return np.matmul(a, b)
+
+    def matmul_into(self, out, a, b, accumulate=False):
+        if _mkl_gemm() is not None and a.dtype not in _LOW_PRECISION:
+            if _mkl.gemm(a, b, out, accumulate) is not None:
+                return
+        if accumulate:
+            out += self.matmul(a, b)
+        elif a.dtype in _LOW_PRECISION:
+            out[...] = self.matmul(a, b)
+        else:
+            np.matmul(a, b, out=out)
 
     def axpby(self, y, alpha, x, beta=1.0):
         # One pass of NumPy's own OpenBLAS (threaded) where both arrays are whole contiguous

@@ -89,13 +89,14 @@ def _work_arrays(work, *tensors):
 
 # ---- forward loops on arrays ----------------------------------------------------------------
 
-def _forward_rnn(xp, mode, gx, h0, w_hh, b_hh, sizes, offsets, order):
+def _forward_rnn(backend, mode, gx, h0, w_hh, b_hh, sizes, offsets, order):
+    xp = backend.xp
     acts = gx + b_hh if b_hh is not None else gx.copy()
     w_t = xp.ascontiguousarray(w_hh.T)
     h = h0.copy()
     hprev = xp.empty((gx.shape[0], h0.shape[1]), dtype=gx.dtype)
     for n, lo, hi, a, hp in _forward_steps(order, sizes, offsets, acts, h, hprev):
-        a += hp @ w_t
+        backend.matmul_into(a, hp, w_t, accumulate=True)
         if mode == "RNN_TANH":
             xp.tanh(a, out=a)
         else:
@@ -106,7 +107,8 @@ def _forward_rnn(xp, mode, gx, h0, w_hh, b_hh, sizes, offsets, order):
     return acts.copy(), h, None, {"acts": acts, "hprev": hprev}
 
 
-def _forward_lstm(xp, gx, h0, c0, w_hh, b_hh, w_hr, sizes, offsets, order):
+def _forward_lstm(backend, gx, h0, c0, w_hh, b_hh, w_hr, sizes, offsets, order):
+    xp = backend.xp
     N, G = gx.shape
     H = G // 4
     P = h0.shape[1]
@@ -123,7 +125,7 @@ def _forward_lstm(xp, gx, h0, c0, w_hh, b_hh, w_hr, sizes, offsets, order):
     for n, lo, hi, a, hp in _forward_steps(order, sizes, offsets, acts, h, hprev):
         cp = c[:n]
         cprev[lo:hi] = cp
-        a += hp @ w_t
+        backend.matmul_into(a, hp, w_t, accumulate=True)
         _sigmoid_(xp, a[:, :2 * H])
         _sigmoid_(xp, a[:, 3 * H:])
         g = a[:, 2 * H:3 * H]
@@ -139,12 +141,13 @@ def _forward_lstm(xp, gx, h0, c0, w_hh, b_hh, w_hr, sizes, offsets, order):
             r = rs[lo:hi]
             xp.multiply(a[:, 3 * H:], tc, out=r)
             hn = out[lo:hi]
-            xp.matmul(r, hr_t, out=hn)
+            backend.matmul_into(hn, r, hr_t)
         h[:n] = hn
     return out, h, c, {"acts": acts, "hprev": hprev, "cprev": cprev, "tcs": tcs, "rs": rs}
 
 
-def _forward_gru(xp, gx, h0, w_hh, b_hh, sizes, offsets, order):
+def _forward_gru(backend, gx, h0, w_hh, b_hh, sizes, offsets, order):
+    xp = backend.xp
     N, G = gx.shape
     H = G // 3
     acts = gx.copy()
@@ -179,7 +182,8 @@ def _forward_gru(xp, gx, h0, w_hh, b_hh, sizes, offsets, order):
 
 # ---- backward loops on arrays -----------------------------------------------------------------
 
-def _backward_rnn(xp, mode, cache, g_out, dh, w_hh, sizes, offsets, order):
+def _backward_rnn(backend, mode, cache, g_out, dh, w_hh, sizes, offsets, order):
+    xp = backend.xp
     acts = cache["acts"]
     dgates = xp.empty_like(acts)
     for n, lo, hi, dht in _backward_steps(order, sizes, offsets, dh, g_out):
@@ -189,11 +193,12 @@ def _backward_rnn(xp, mode, cache, g_out, dh, w_hh, sizes, offsets, order):
             _dtanh_(xp, d, y, dht)
         else:
             xp.multiply(dht, y > 0, out=d)
-        xp.matmul(d, w_hh, out=dht)
+        backend.matmul_into(dht, d, w_hh)
     return dgates, dgates, dh, None, None
 
 
-def _backward_lstm(xp, cache, g_out, dh, dc, w_hh, w_hr, sizes, offsets, order):
+def _backward_lstm(backend, cache, g_out, dh, dc, w_hh, w_hr, sizes, offsets, order):
+    xp = backend.xp
     acts, cprev, tcs, rs = cache["acts"], cache["cprev"], cache["tcs"], cache["rs"]
     H = tcs.shape[1]
     dgates = xp.empty_like(acts)
@@ -219,14 +224,15 @@ def _backward_lstm(xp, cache, g_out, dh, dc, w_hh, w_hr, sizes, offsets, order):
         _dsigmoid_(xp, df, f, cprev[lo:hi], dct)
         _dtanh_(xp, dg, g, i, dct)
         dct *= f
-        xp.matmul(d, w_hh, out=dht)
+        backend.matmul_into(dht, d, w_hh)
     g_hr = None
     if w_hr is not None:
         g_hr = (dhs, rs)
     return dgates, dgates, dh, dc, g_hr
 
 
-def _backward_gru(xp, cache, g_out, dh, w_hh, sizes, offsets, order):
+def _backward_gru(backend, cache, g_out, dh, w_hh, sizes, offsets, order):
+    xp = backend.xp
     acts, hprev, ghn_all = cache["acts"], cache["hprev"], cache["ghn"]
     N, G = acts.shape
     H = G // 3
@@ -250,7 +256,7 @@ def _backward_gru(xp, cache, g_out, dh, w_hh, sizes, offsets, order):
         _dsigmoid_(xp, dr, r, ghn_all[lo:hi], dn)
         xp.multiply(dn, r, out=dhn)
         dht *= z
-        dht += d @ w_hh
+        backend.matmul_into(dht, d, w_hh, accumulate=True)
     dgx = dgh.copy()
     dgx[:, 2 * H:] = dnx
     return dgx, dgh, dh, None, None
@@ -269,7 +275,8 @@ class RnnLayerBackward0(Node):
         gates_x, h0, c0, w_hh, b_hh, w_hr = self.saved_tensors
         if _grad_state.enabled:
             return self._backward_differentiable(g_out, g_hn, g_cn)
-        xp = gates_x._backend.xp
+        backend = gates_x._backend
+        xp = backend.xp
         work = self.work_dtype
         B = h0.shape[0]
         w, go, w_r, gh, gc = _work_arrays(work, w_hh, g_out, w_hr, g_hn, g_cn)
@@ -277,13 +284,14 @@ class RnnLayerBackward0(Node):
         mode, sizes, offsets, order = self.mode, self.sizes, self.offsets, self.order
         if mode == "LSTM":
             dc = gc.copy() if gc is not None else xp.zeros((B, c0.shape[1]), dtype=work)
-            dgx, dgh, dh, dc, hr = _backward_lstm(xp, self.cache, go, dh, dc, w, w_r, sizes,
+            dgx, dgh, dh, dc, hr = _backward_lstm(backend, self.cache, go, dh, dc, w, w_r, sizes,
                                                   offsets, order)
         elif mode == "GRU":
-            dgx, dgh, dh, dc, hr = _backward_gru(xp, self.cache, go, dh, w, sizes, offsets, order)
-        else:
-            dgx, dgh, dh, dc, hr = _backward_rnn(xp, mode, self.cache, go, dh, w, sizes, offsets,
+            dgx, dgh, dh, dc, hr = _backward_gru(backend, self.cache, go, dh, w, sizes, offsets,
                                                  order)
+        else:
+            dgx, dgh, dh, dc, hr = _backward_rnn(backend, mode, self.cache, go, dh, w, sizes,
+                                                 offsets, order)
         edges = self._edges
 
         def out(data, like):
@@ -381,7 +389,8 @@ def rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None, batch_sizes=Non
     if dtype._kind < 2 and mode != "RNN_RELU":
         raise RuntimeError(f"rnn_layer expects a floating point input, got {dtype}")
     work = dt.float32.np if dtype._kind == 2 and dtype._rank == 0 else dtype.np
-    xp = gates_x._backend.xp
+    backend = gates_x._backend
+    xp = backend.xp
     if batch_sizes is None:
         raise ValueError("batch_sizes is required")
     sizes, offsets = _steps([int(s) for s in batch_sizes])
@@ -391,11 +400,11 @@ def rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None, batch_sizes=Non
 
     gx, h, c, w, b, w_r = _work_arrays(work, gates_x, h0, c0, w_hh, b_hh, w_hr)
     if mode == "LSTM":
-        out, hn, cn, cache = _forward_lstm(xp, gx, h, c, w, b, w_r, sizes, offsets, order)
+        out, hn, cn, cache = _forward_lstm(backend, gx, h, c, w, b, w_r, sizes, offsets, order)
     elif mode == "GRU":
-        out, hn, cn, cache = _forward_gru(xp, gx, h, w, b, sizes, offsets, order)
+        out, hn, cn, cache = _forward_gru(backend, gx, h, w, b, sizes, offsets, order)
     else:
-        out, hn, cn, cache = _forward_rnn(xp, mode, gx, h, w, b, sizes, offsets, order)
+        out, hn, cn, cache = _forward_rnn(backend, mode, gx, h, w, b, sizes, offsets, order)
     np_dtype = dtype.np
     results = [_wrap(a.astype(np_dtype, copy=False), dtype, gates_x)
                for a in (out, hn, cn) if a is not None]
