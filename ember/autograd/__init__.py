@@ -124,9 +124,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def __getattr__(name):
     # Submodules that import heavier pieces load on first use.
-    if name == "functional":
+    if name in ("functional", "profiler", "profiler_util"):
         import importlib
-        return importlib.import_module(f"{__name__}.functional")
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "forward_ad":  # AttributeError, so that hasattr() answers False
         raise AttributeError("module 'ember.autograd' has no attribute 'forward_ad': Ember "
                              "has no forward-mode AD yet (dual tensors, jvp)")

@@ -17,6 +17,10 @@ __all__ = ["run_backward", "queue_callback"]
 # outermost one (a backward run inside a hook is part of the outer pass, as DDP needs).
 _final = threading.local()
 
+#: ``ember.autograd.profiler`` sets this while a profile records; its ``enter(node)``,
+#: ``called(token)`` and ``exit(token)`` bracket a node's run and the routing of its gradients.
+_node_profiler = None
+
 
 def queue_callback(callback):
     """Run ``callback()`` once, when the backward pass now running has finished (torch's
@@ -182,16 +186,25 @@ def _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None
                 # tell a gradient nothing else sees (and adopt it without a copy).
                 grad, grads = grads[0], None
                 if accumulate and grad is not None:
-                    node.accumulate(grad, create_graph)
+                    if _node_profiler is None:
+                        node.accumulate(grad, create_graph)
+                    else:
+                        _node_profiler.run(node, node.accumulate, grad, create_graph)
                 grad = None
                 continue
             grads = _call_pre_hooks(node, grads)
+            profiler = _node_profiler
+            token = None if profiler is None else profiler.enter(node, grads)
             try:
                 grad_inputs = _call_node(node, grads)
             except Exception:
+                if token is not None:
+                    profiler.exit(token)
                 if anomaly_mode._enabled:
                     anomaly_mode.warn_forward_trace(node)
                 raise
+            if token is not None:
+                profiler.called(token)
             if not retain_graph:
                 node.release()
             for i, (edge, g) in enumerate(zip(node._edges, grad_inputs)):
@@ -212,6 +225,8 @@ def _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None
                     if child not in buffers:
                         buffers[child] = [None] * child.num_outputs
                     heapq.heappush(ready, (-child._seq, id(child), child))
+            if token is not None:
+                profiler.exit(token)
             g = grad_inputs = buf = None  # no stale references to gradients routed onwards
     finally:
         grad_mode._state.enabled = prev_mode

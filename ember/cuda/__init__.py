@@ -26,7 +26,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "max_memory_reserved", "memory_cached", "max_memory_cached",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
            "reset_accumulated_memory_stats", "empty_cache", "memory_stats",
-           "memory_stats_as_nested_dict", "memory_summary", "mem_get_info",
+           "memory_stats_as_nested_dict", "memory_summary", "memory_snapshot", "mem_get_info",
            "set_per_process_memory_fraction", "get_per_process_memory_fraction",
            # graphs.py
            "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
@@ -220,9 +220,10 @@ from .streams import (Event, ExternalStream, Stream, StreamContext, current_stre
                       default_stream, set_stream, stream)
 from .memory import (OutOfMemoryError, empty_cache, get_per_process_memory_fraction,  # noqa: E402
                      max_memory_allocated, max_memory_cached, max_memory_reserved, mem_get_info,
-                     memory_allocated, memory_cached, memory_reserved, memory_stats,
-                     memory_stats_as_nested_dict, memory_summary, reset_accumulated_memory_stats,
-                     reset_max_memory_allocated, reset_max_memory_cached,
+                     memory_allocated, memory_cached, memory_reserved, memory_snapshot,
+                     memory_stats, memory_stats_as_nested_dict, memory_summary,
+                     reset_accumulated_memory_stats, reset_max_memory_allocated,
+                     reset_max_memory_cached,
                      reset_peak_memory_stats, set_per_process_memory_fraction)
 from .graphs import (CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: E402
                      make_graphed_callables)
@@ -232,10 +233,10 @@ from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed
 
 
 # torch.cuda names Ember leaves out on purpose, with the reason a script gets.
-_POOL_IS_CUPYS = ("Ember's CUDA memory is CuPy's memory pool, which keeps no allocation history "
-                  "and takes no pluggable allocator or private pools from outside")
+_POOL_IS_CUPYS = ("Ember's CUDA memory is CuPy's memory pool, which takes no pluggable allocator "
+                  "or private pools from outside")
 _ABSENT = {
-    "memory_snapshot": _POOL_IS_CUPYS, "caching_allocator_alloc": _POOL_IS_CUPYS,
+    "caching_allocator_alloc": _POOL_IS_CUPYS,
     "caching_allocator_delete": _POOL_IS_CUPYS, "CUDAPluggableAllocator": _POOL_IS_CUPYS,
     "change_current_allocator": _POOL_IS_CUPYS, "MemPool": _POOL_IS_CUPYS,
     "use_mem_pool": _POOL_IS_CUPYS,

@@ -20,17 +20,22 @@ What is counted. Ember's CUDA tensors are CuPy arrays, allocated from CuPy's def
   already freed the cached blocks and retried once before it gives up.
 
 How this differs from torch's caching allocator: there are no separate small and large pools,
-no block splitting statistics, no per-stream accounting and no allocation history, so
-``memory_stats`` holds only the keys above that Ember can answer (torch's names), and
-``memory_snapshot`` is absent. An allocator a script installs itself with
-``cupy.cuda.set_allocator`` after Ember's first use replaces the tracking one: from then on
-the peaks stop moving while the current figures still read the default pool.
+no block splitting statistics and no per-stream accounting, so ``memory_stats`` holds only
+the keys above that Ember can answer (torch's names). The allocation history
+(``_record_memory_history``, ``_snapshot``, ``_dump_snapshot``, ``memory_snapshot``) is
+kept by the tracking allocator while recording is on (``_memory_history.py``); a
+snapshot's segments are the live blocks, since CuPy does not expose its pool's arenas.
+
+An allocator a script installs itself with ``cupy.cuda.set_allocator`` after Ember's first
+use replaces the tracking one: from then on the peaks stop moving (and no history is kept)
+while the current figures still read the default pool.
 
 Without CUDA the functions answer as torch's CPU build does: the figures are 0,
 ``memory_stats()`` is empty, ``empty_cache()`` does nothing, and the calls that need a device
 raise "Torch not compiled with CUDA enabled".
 """
 import collections
+import sys
 import warnings
 
 __all__ = ["OutOfMemoryError", "memory_allocated", "max_memory_allocated", "memory_reserved",
@@ -39,7 +44,7 @@ __all__ = ["OutOfMemoryError", "memory_allocated", "max_memory_allocated", "memo
            "reset_accumulated_memory_stats", "empty_cache", "memory_stats",
            "memory_stats_as_nested_dict", "memory_summary", "mem_get_info",
            "set_per_process_memory_fraction", "get_per_process_memory_fraction",
-           "install_tracking_allocator"]
+           "install_tracking_allocator", "memory_snapshot"]
 
 # CuPy rounds every request up to this many bytes (``cupy.cuda.memory._allocation_unit_size``).
 _ALLOCATION_UNIT = 512
@@ -84,6 +89,7 @@ class TrackingAllocator:
         self.counters = collections.defaultdict(_DeviceCounters)
         self.capture_pools = {}  # capturing stream's ptr -> that graph's private MemoryPool
         self.private_pools = {}  # id(pool) -> pool, for every live graph pool
+        self.history = None  # a MemoryHistory while _record_memory_history is on
 
     def __call__(self, size):
         cupy = self.cupy
@@ -106,6 +112,8 @@ class TrackingAllocator:
             counters.peak_allocated = allocated
         if reserved > counters.peak_reserved:
             counters.peak_reserved = reserved
+        if self.history is not None and self.history.recording:
+            return self.history.allocated(memory, size, device)
         return memory
 
     # The pools answer for the current device; callers make the device they ask about current.
@@ -343,6 +351,67 @@ def memory_summary(device=None, abbreviated=False):
                  stats["reserved_bytes.all.peak"], None, None, _format_size_short), thin,
              row("Allocations", None, None, stats["allocation.all.allocated"], None, str), rule]
     return "\n".join(lines) + "\n"
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
+                           device=None, clear_history=False, compile_context=False,
+                           global_record_annotations=False, skip_actions=None):
+    """Start (``enabled='all'``: live blocks and a trace of actions; ``'state'``: live blocks
+    only) or stop (``enabled=None``) recording allocations, as torch's. ``context`` says which
+    actions keep their Python stack (None, 'state': live blocks only, 'alloc', 'all');
+    ``stacks`` may be 'python' or 'all' (Ember has no C++ frames: both give Python's);
+    ``max_entries`` bounds each device's trace. Every device is recorded (``device`` is
+    accepted for torch's signature)."""
+    from ._memory_history import MemoryHistory
+    allocator = _require_allocator()
+    if compile_context or global_record_annotations or skip_actions:
+        raise NotImplementedError("_record_memory_history: compile_context, "
+                                  "global_record_annotations and skip_actions need torch's "
+                                  "compiler and record_function annotations in the trace")
+    history = allocator.history
+    if enabled is None:
+        if history is not None:
+            history.recording = False  # blocks and trace stay readable until cleared
+            if clear_history:
+                history.clear()
+        return
+    if history is None:
+        allocator.history = MemoryHistory(allocator.cupy, enabled, context, stacks, max_entries)
+    else:
+        history.configure(enabled, context, stacks, max_entries)
+        if clear_history:
+            history.clear()
+
+
+def _snapshot(device=None, augment_with_fx_traces=False):
+    """The recorded state, as torch's snapshot dict: ``segments`` (each live block recorded
+    since recording began, as its own segment) and ``device_traces`` (one list of actions per
+    device). Empty lists when nothing was recorded."""
+    allocator = _require_allocator()
+    if augment_with_fx_traces:
+        raise NotImplementedError("_snapshot(augment_with_fx_traces=True): Ember's traces "
+                                  "carry no FX node annotations")
+    from . import device_count
+    if allocator.history is None:
+        return {"segments": [], "device_traces": [[] for _ in range(device_count())],
+                "allocator_settings": {}, "external_annotations": []}
+    return allocator.history.snapshot(device_count())
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle", augment_with_fx_traces=False):
+    """``_snapshot()`` pickled to ``filename``: drag it onto https://pytorch.org/memory_viz."""
+    import pickle
+    snapshot = _snapshot(augment_with_fx_traces=augment_with_fx_traces)
+    with open(filename, "wb") as f:
+        pickle.dump(snapshot, f)
+
+
+def memory_snapshot(mempool_id=None, include_traces=True):
+    """The snapshot's segments (``_snapshot()['segments']``)."""
+    if mempool_id is not None:
+        raise NotImplementedError("memory_snapshot(mempool_id=...): Ember's graph pools are "
+                                  "CuPy pools without torch's pool ids")
+    return _snapshot()["segments"]
 
 
 def _format_size_short(size):

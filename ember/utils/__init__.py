@@ -7,7 +7,7 @@ from .backend_registration import (  # noqa: F401
 # ember.utils is imported by `import ember` before the tensor and autograd modules that
 # checkpoint needs exist, and neither the DataLoader's process machinery, checkpointing nor the
 # C++ extension loader should be paid for by a script that never uses them.
-_LAZY = frozenset({"data", "checkpoint", "cpp_extension"})
+_LAZY = frozenset({"data", "checkpoint", "cpp_extension", "tensorboard", "benchmark", "memory"})
 
 
 def __getattr__(name):
