@@ -298,9 +298,10 @@ _LAZY_SUBMODULES = frozenset({"distributions", "multiprocessing", "distributed",
                               "accelerator", "sparse", "random", "functional", "optim", "testing",
                               "cpu", "types", "nn", "amp", "fx", "futures", "jit",
                               "export", "onnx", "ao", "library", "vision", "compiler",
-                              "_dynamo", "_inductor", "_functorch", "profiler", "text"})
+                              "_dynamo", "_inductor", "_functorch", "profiler", "func",
+                              "text"})
 # torch's top-level names for what lives in a lazy namespace: imported with it on first use.
-_LAZY_ATTRIBUTES = {"compile": "_dynamo",
+_LAZY_ATTRIBUTES = {"compile": "_dynamo", "vmap": "func",
                     "fake_quantize_per_tensor_affine": "ao.quantization",
                     "fake_quantize_per_channel_affine": "ao.quantization"}
 

@@ -36,6 +36,7 @@ class Tensor:
     _grad_acc = None         # weakref to this leaf's AccumulateGrad node
     _backward_hooks = None
     _post_acc_hooks = None
+    _fw_grad = None          # the forward AD tangent, inside a dual level (autograd/forward_ad.py)
     _is_param = False
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
 

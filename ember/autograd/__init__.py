@@ -6,6 +6,7 @@ from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enable
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .engine import run_backward
 from . import graph  # noqa: F401
+from . import forward_ad  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "detect_anomaly", "set_detect_anomaly", "gradcheck", "gradgradcheck",
@@ -127,9 +128,6 @@ def __getattr__(name):
     if name in ("functional", "profiler", "profiler_util"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "forward_ad":  # AttributeError, so that hasattr() answers False
-        raise AttributeError("module 'ember.autograd' has no attribute 'forward_ad': Ember "
-                             "has no forward-mode AD yet (dual tensors, jvp)")
     if name in ("gradcheck", "gradgradcheck"):
         from . import gradcheck as _gc
         return getattr(_gc, name)

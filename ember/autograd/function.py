@@ -4,6 +4,7 @@
 ``backward`` calls the class's ``backward(ctx, *grads)``. The node *is* the ctx, so
 ``ctx.save_for_backward`` stores version-checked saved tensors on the graph itself.
 """
+import contextlib
 import functools
 import inspect
 
@@ -11,6 +12,9 @@ from . import grad_mode
 from .graph import Node, SavedTensor, init_node
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 class FunctionCtx:
@@ -27,6 +31,15 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         return Node.saved_tensors.fget(self)
+
+    def save_for_forward(self, *tensors):
+        """Tensors ``jvp`` reads back through ``ctx.saved_tensors`` (forward AD)."""
+        from .._tensor import Tensor
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; you "
+                                f"should save non-tensors as attributes on ctx. Got {type(t)}.")
+        self._saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -104,6 +117,11 @@ class Function(metaclass=_FunctionMeta):
     vjp = backward
 
     @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @staticmethod
     def setup_context(ctx, inputs, output):
         raise NotImplementedError
 
@@ -132,7 +150,10 @@ class Function(metaclass=_FunctionMeta):
         ctx._to_save = ()
         ctx._dirty = ()
         ctx._non_diff = ()
-        with grad_mode.no_grad():
+        from . import forward_ad
+        dual = forward_ad._current_level >= 0 and forward_ad.any_tangent(tensor_args)
+        # inside a dual level, forward runs on the primals: the tangents come from jvp
+        with grad_mode.no_grad(), (forward_ad.suspended() if dual else _NO_CONTEXT):
             if uses_setup:
                 outputs = cls.forward(*args)
             else:
@@ -172,7 +193,39 @@ class Function(metaclass=_FunctionMeta):
         ctx.num_outputs = len(outs)
         ctx._saved = tuple(SavedTensor(t, is_output=t.grad_fn is ctx) if t is not None else None
                            for t in ctx._to_save)
+        if dual:
+            _forward_derivative(cls, ctx, args, result)
         return tuple(result) if is_tuple else result[0]
+
+
+def _forward_derivative(cls, ctx, args, outputs):
+    """Forward AD through a custom Function: ``cls.jvp(ctx, *tangents)`` (one per forward
+    argument, None where it has none) gives the outputs' tangents."""
+    from .._tensor import Tensor
+    from . import forward_ad
+    if cls.jvp is Function.jvp:
+        Function.jvp(ctx)  # PyTorch's error
+    tangents = [a._fw_grad if isinstance(a, Tensor) else None for a in args]
+    saved = getattr(ctx, "_saved_for_forward", None)
+    if saved is not None:  # ctx.saved_tensors in jvp reads what save_for_forward kept
+        kept = ctx._saved
+        ctx._saved = tuple(SavedTensor(t) if t is not None else None for t in saved)
+    try:
+        with forward_ad.suspended():
+            result = cls.jvp(ctx, *tangents)
+    finally:
+        if saved is not None:
+            ctx._saved = kept
+    if not isinstance(result, tuple):
+        result = (result,)
+    tensor_outs = [o for o in outputs if isinstance(o, Tensor)]
+    if len(result) != len(outputs) and len(result) != len(tensor_outs):
+        raise RuntimeError(f"function {cls.__name__}_jvp returned an incorrect number of "
+                           f"forward gradients (expected {len(outputs)}, got {len(result)})")
+    pairs = zip(outputs, result) if len(result) == len(outputs) else zip(tensor_outs, result)
+    for out, tangent in pairs:
+        if isinstance(out, Tensor) and tangent is not None and out._dtype._kind >= 2:
+            forward_ad.set_tangent(out, tangent)
 
 
 def _bind_args(func, args, kwargs, apply_defaults):

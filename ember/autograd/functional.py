@@ -5,11 +5,13 @@ Each function takes ``func`` and ``inputs`` (a tensor or a tuple of tensors) and
 same shape: a tensor for a tensor, a tuple for a tuple. Results are detached unless
 ``create_graph=True``, in which case they can be differentiated again.
 
-Forward-mode products use the double-backward trick: for a dummy cotangent ``u``, the
+``jvp`` uses the double-backward trick, as PyTorch's does: for a dummy cotangent ``u``, the
 vector-Jacobian product ``J^T u`` is linear in ``u``, so differentiating it with respect to ``u``
-along ``v`` gives ``J v`` with reverse mode only. ``vectorize`` and ``strategy="forward-mode"``
-are accepted for compatibility; rows are always computed one backward pass at a time, which
-gives the same values.
+along ``v`` gives ``J v`` with reverse mode only. ``jacobian(strategy="forward-mode",
+vectorize=True)`` uses forward-mode AD (``ember.autograd.forward_ad``): one column per input
+element, each pushed through ``func`` as a dual tensor. PyTorch batches those columns with
+vmap; here they run one forward pass each (same values). With ``vectorize`` and reverse mode,
+rows are computed one backward pass at a time, which gives the same values.
 """
 from .._tensor import Tensor
 from . import grad_mode
@@ -32,8 +34,11 @@ def _as_tensor_tuple(value, arg_name, fn_name):
 
 def _fresh_inputs(inputs, create_graph, need_graph=True):
     """Inputs to differentiate against: new leaves, except that with ``create_graph`` an input
-    already in a graph stays connected to it (through an alias) so that the result is too."""
+    already in a graph stays connected to it (through an alias) so that the result is too. An
+    input carrying a forward AD tangent keeps it (an alias, not a detached copy): that is the
+    forward-over-reverse ``hessian(outer_jacobian_strategy="forward-mode")``."""
     return tuple(t.view_as(t) if create_graph and t.requires_grad
+                 else t.view_as(t).requires_grad_(need_graph) if t._fw_grad is not None
                  else t.detach().requires_grad_(need_graph) for t in inputs)
 
 
@@ -189,6 +194,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     ``outputs[i].shape + inputs[j].shape`` (nested tuples when either side is a tuple)."""
     from ..ops import zeros_like
     _check_strategy(strategy, create_graph, strict, vectorize)
+    if strategy == "forward-mode":
+        return _forward_jacobian(func, inputs)
     with grad_mode.enable_grad():
         inputs_is_tuple, inputs = _checked_inputs(inputs, create_graph, "jacobian")
         outputs_is_tuple, outputs = _checked_outputs(func(*inputs), strict, "jacobian")
@@ -213,6 +220,42 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             per_output.append(tuple(
                 _stack_rows(rows[j], out.shape + inp.shape, inp) for j, inp in enumerate(inputs)))
     per_output = _finish(tuple(per_output), create_graph)
+    per_output = per_output if inputs_is_tuple else tuple(jac[0] for jac in per_output)
+    return _unpack(per_output, outputs_is_tuple)
+
+
+def _forward_jacobian(func, inputs):
+    """``jacobian`` by forward-mode AD: column ``k`` of input ``j`` is the tangent of the
+    outputs when input ``j`` carries the ``k``-th basis tangent (the others none)."""
+    from . import forward_ad as fwAD
+    from ..ops import stack
+    inputs_is_tuple, inputs = _as_tensor_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(t.detach() if t._fw_grad is None else t for t in inputs)
+    columns = [[] for _ in inputs]  # columns[j][k]: tangents of every output
+    outputs_is_tuple = outputs = None
+    with fwAD.dual_level():
+        for j, inp in enumerate(inputs):
+            for k in range(inp.numel()):
+                basis = inp.new_zeros(inp.shape)
+                basis.view(-1)[k] = 1
+                args = tuple(fwAD.make_dual(t, basis) if i == j else t
+                             for i, t in enumerate(inputs))
+                outputs_is_tuple, outs = _as_tensor_tuple(
+                    func(*args), "outputs of the user-provided function", "jacobian")
+                outputs = tuple(fwAD.unpack_dual(o).primal.detach() for o in outs)
+                columns[j].append(tuple(
+                    t if t is not None else o.new_zeros(o.shape)
+                    for o, t in ((o, fwAD.unpack_dual(o).tangent) for o in outs)))
+        if outputs is None:  # every input is empty: one call for the outputs' shapes
+            outputs_is_tuple, outputs = _as_tensor_tuple(
+                func(*inputs), "outputs of the user-provided function", "jacobian")
+    per_output = []
+    for i, out in enumerate(outputs):
+        per_output.append(tuple(
+            stack([c[i].detach() for c in columns[j]], dim=-1).reshape(out.shape + inp.shape)
+            if columns[j] else out.new_zeros(out.shape + inp.shape)
+            for j, inp in enumerate(inputs)))
+    per_output = tuple(per_output)
     per_output = per_output if inputs_is_tuple else tuple(jac[0] for jac in per_output)
     return _unpack(per_output, outputs_is_tuple)
 

@@ -91,6 +91,10 @@ class SavedTensor:
         t.requires_grad = True
         t.grad_fn = node
         t._output_nr = output_nr
+        fw = node.__dict__.get("_fw_out")
+        if fw is not None:  # the output's forward AD tangent, which its rebuilt tensor keeps
+            from . import forward_ad
+            forward_ad.restore_saved_tangent(t, fw, output_nr)
         return t
 
 

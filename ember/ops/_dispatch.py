@@ -13,13 +13,21 @@ from .. import _layout as _layouts
 from .._tensor import Tensor, _wrap, _wrap_with, _new, wrap_dim, wrap_dim_no_scalar
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, init_node
+from ..autograd import forward_ad as _forward_ad
 
 _state = grad_mode._state
 _BOOL = dt.bool
 _PY_SCALARS = (int, float, bool, complex)
+# True while a forward AD level is active (set by ember.autograd.forward_ad): the single test
+# eager dispatch pays for forward-mode AD.
+_dual_active = False
 
 
 def needs_grad(*tensors):
+    """Whether an op over ``tensors`` must record a Node: for backward (grad mode on and an
+    input requires grad) or, in a dual level, to give its output a tangent."""
+    if _dual_active:
+        return _forward_ad.needs_node(tensors, _state.enabled)
     if not _state.enabled:
         return False
     for t in tensors:
@@ -39,6 +47,8 @@ def record(node_cls, inputs, out, save=(), save_out=False, **attrs):
         if save_out:
             saved.append(SavedTensor(out, True))
         node._saved = tuple(saved)
+    if _dual_active:
+        return _record_dual(node, inputs, (out,))[0]
     out.grad_fn = node
     out._requires_grad = True
     return out
@@ -51,11 +61,29 @@ def record_multi(node_cls, inputs, outs, save=(), **attrs):
     node.__dict__.update(attrs)
     node._saved = tuple(SavedTensor(t) if t is not None else None for t in save)
     node.num_outputs = len(outs)
+    if _dual_active:
+        return _record_dual(node, inputs, outs)
     for i, out in enumerate(outs):
         out.grad_fn = node
         out._requires_grad = True
         if i:
             out._output_nr = i
+    return outs
+
+
+def _record_dual(node, inputs, outs):
+    """``record`` inside a dual level: the node joins the graph only if backward needs it,
+    and computes the outputs' tangents (ember/autograd/forward_ad.py)."""
+    fw_edges = _forward_ad.restore_flags(node, inputs)
+    if _state.enabled and any(t is not None and t._requires_grad for t in inputs):
+        for i, out in enumerate(outs):
+            if out is None:
+                continue
+            out.grad_fn = node
+            out._requires_grad = True
+            if i:
+                out._output_nr = i
+    _forward_ad.propagate(node, inputs, outs, fw_edges)
     return outs
 
 
@@ -363,6 +391,14 @@ class CompositeBackward(Node):
                 result[i] = g
         return tuple(result) if len(result) > 1 else result[0]
 
+    def jvp(self, *tangents):
+        # The composition's own ops carry the tangents: rerun it with forward AD active.
+        inputs = self.saved_tensors
+        with _forward_ad.active():
+            outs = self.composition(*inputs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return tuple(o._fw_grad for o in outs)
+
 
 def record_composite(node_cls, inputs, composition):
     """``composition(*inputs)`` (a tensor or a tuple of them), recorded as one ``node_cls``
@@ -378,5 +414,7 @@ def record_composite(node_cls, inputs, composition):
         record(node_cls, inputs, results[0], save=inputs, composition=composition)
     else:
         record_multi(node_cls, inputs, results, save=inputs, composition=composition)
-    results[0].grad_fn.inner = (inner, leaves)
+    node = results[0].grad_fn
+    if node is not None:  # None inside a dual level, when only tangents asked for the node
+        node.inner = (inner, leaves)
     return results if isinstance(inner, tuple) else results[0]

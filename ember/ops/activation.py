@@ -540,3 +540,14 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def celu_(input, alpha=1.0):
     return inplace(input, celu, alpha, node=CeluBackward1)
+
+
+# One-input element-wise activations: a diagonal Jacobian, so the backward applied to the
+# tangent is the forward derivative (ember/autograd/forward_ad.py: elementwise_jvp).
+def _forward_derivatives():
+    from ..autograd.forward_ad import elementwise_jvp
+    for cls in (ReluBackward0, ThresholdBackward0, HardtanhBackward0, LeakyReluBackward0, EluBackward0, HardshrinkBackward0, SoftplusBackward0, LogSigmoidBackward0, GeluBackward0, SiluBackward0, MishBackward0, HardsigmoidBackward0, HardswishBackward0):
+        cls.jvp = elementwise_jvp
+
+
+_forward_derivatives()

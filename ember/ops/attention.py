@@ -66,6 +66,35 @@ class ScaledDotProductAttentionBackward0(Node):
                         for g in (g_k, g_v))
         return (g_q, g_k, g_v, g_bias)[:len(self._edges)]
 
+    def jvp(self, tq, tk, tv, t_bias=None):
+        """``dS = scale (dQ K^T + Q dK^T) + dmask``, ``dP = P * (dS - rowsum(P dS))``,
+        ``dOut = (dP * D) V + P_d dV``."""
+        q, k, v, bias, probs, keep = self.saved_tensors
+        groups = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+        if groups > 1:
+            k, v = k.repeat_interleave(groups, -3), v.repeat_interleave(groups, -3)
+            tk, tv = (None if t is None else t.repeat_interleave(groups, -3) for t in (tk, tv))
+        if grad_mode.is_grad_enabled():  # reverse over forward: probabilities with a graph
+            probs = _probabilities_differentiable(q, k, bias, self.scale, self.causal,
+                                                  self.nan_rows)
+        dropped = probs if keep is None else probs * keep
+        out = None if tv is None else _bmm(dropped, tv)
+        d_scores = None
+        if tq is not None:
+            d_scores = _bmm(tq, k.mT) * self.scale
+        if tk is not None:
+            term = _bmm(q, tk.mT) * self.scale
+            d_scores = term if d_scores is None else d_scores + term
+        if t_bias is not None:
+            d_scores = t_bias if d_scores is None else d_scores + t_bias
+        if d_scores is not None:
+            d_probs = probs * (d_scores - (probs * d_scores).sum(-1, keepdim=True))
+            if keep is not None:
+                d_probs = d_probs * keep
+            term = _bmm(d_probs, v)
+            out = term if out is None else out + term
+        return out
+
 
 class ScaledDotProductFlashAttentionForCpuBackward0(ScaledDotProductAttentionBackward0):
     """The same backward under the name of the kernel PyTorch's CPU build runs for the inputs

@@ -15,6 +15,7 @@ views of that tensor.
 import math
 
 from .. import _dtype as dt
+from . import _dispatch
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, device_mismatch, dtype_name
 from .shape import make_view, select, clone
 from .elementwise import _zeros_like, where
@@ -340,6 +341,18 @@ class PolarBackward0(Node):
             g_angle = imag(grad * conj(result))
         return g_abs, g_angle
 
+    def jvp(self, t_abs, t_angle):
+        # d(r e^{i theta}) = e^{i theta} dr + i r e^{i theta} dtheta: the true derivative
+        # (PyTorch's forward formula), where the backward above uses PyTorch's sign convention
+        (result,) = self.saved_tensors
+        r, theta = self.fw_parts
+        terms = []
+        if t_abs is not None:
+            terms.append(polar(r.new_ones(r.shape), theta) * t_abs)
+        if t_angle is not None:
+            terms.append(result * t_angle * 1j)
+        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
 
 def polar(abs, angle, *, out=None):
     """``abs * (cos(angle) + 1j * sin(angle))``."""
@@ -354,7 +367,9 @@ def polar(abs, angle, *, out=None):
     data.imag = r * xp.sin(theta)
     res = _wrap(data, cd, abs)
     if needs_grad(abs, angle):
-        record(PolarBackward0, (abs, angle), res, save_out=True)
+        # the parts are kept for the forward derivative only (inside a dual level)
+        record(PolarBackward0, (abs, angle), res, save_out=True,
+               fw_parts=(abs, angle) if _dispatch._dual_active else None)
     if out is not None:
         return out.copy_(res)
     return res

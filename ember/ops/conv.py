@@ -280,6 +280,25 @@ class ConvolutionBackward0(Node):
             gb = grad.sum((0,) + tuple(range(2, grad.ndim)))
         return gx, gw, gb
 
+    def jvp(self, tx, tw, tb):
+        # bilinear in (input, weight), plus the bias: each tangent through the same convolution
+        x, w = self.saved_tensors
+        p = self.params
+        if self.transposed:
+            def conv(a, b):
+                return convolution_transpose(a, b, None, self.spatial, p)
+        else:
+            def conv(a, b):
+                return convolution(a, b, None, p)
+        out = None if tx is None else conv(tx, w)
+        if tw is not None:
+            term = conv(x, tw)
+            out = term if out is None else out + term
+        if tb is not None:
+            term = tb.reshape((-1,) + (1,) * (x.ndim - 2))
+            out = term if out is None else out + term
+        return out
+
     def release(self):
         super().release()
         COLUMN_CACHE.give(self.__dict__.pop("cols", None))
@@ -314,7 +333,7 @@ def convolution_transpose(input, weight, bias, spatial, params):
     res = _wrap(_rounded(data, input._dtype), input._dtype, input)
     if needs_grad(input, weight, bias):
         record(ConvolutionBackward0, (input, weight, bias), res, save=(input, weight),
-               params=params, transposed=True)
+               params=params, transposed=True, spatial=tuple(spatial))
     return res
 
 

@@ -15,6 +15,7 @@ from .._random import sampler, draw_namespace
 from .. import _memory_format as _mf
 from .. import _type_info_and_switches as _switches
 from ..backends import current_index, get_backend
+from . import _dispatch
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, _wrap_with, dtype_name
 from ._dispatch import check_same_device as _check_same_device
 from ..autograd.grad_mode import _state as _grad_state
@@ -639,7 +640,8 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
         if relayout:
             data = _mf.arrange(backend.xp, data, memory_format)
         out = _wrap_with(data, dtype, device, backend)
-    if _grad_state.enabled and self._requires_grad and (dtype._kind >= 2):
+    if ((_grad_state.enabled and self._requires_grad) or _dispatch._dual_active) and (
+            dtype._kind >= 2) and needs_grad(self):
         record(ToCopyBackward0, (self,), out, src_dtype=self._dtype, src_device=self._device)
     return out
 

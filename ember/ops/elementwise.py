@@ -12,7 +12,9 @@ import math
 from .. import _dtype as dt
 from .._layout import strided as _STRIDED
 from .. import return_types
+from . import _dispatch
 from ._dispatch import CompositeBackward, record_composite
+from ..autograd import forward_ad as _forward_ad
 from ._dispatch import (Tensor, Node, needs_grad, record, binary_operands, cast, _wrap,
                         as_tensor_on, to_float_dtype, dtype_name, device_mismatch)
 from ._dispatch import check_same_device as _check_same_device
@@ -117,6 +119,10 @@ class NotImplementedBackward(Node):
     def backward(self, grad):
         raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
 
+    def jvp(self, *tangents):
+        raise NotImplementedError(f"Trying to use forward AD with aten::{self.op} that does "
+                                  "not support it.")
+
 
 # ---------------------------------------------------------------------------------------------
 # Binary arithmetic
@@ -128,6 +134,19 @@ class AddBackward0(Node):
     def backward(self, grad):
         alpha = self.alpha
         return grad, (grad if alpha == 1 else grad * alpha)
+
+    def jvp(self, ta, tb):
+        alpha = self.alpha
+        return _tangent_sum(ta, tb if tb is None or alpha == 1 else tb * alpha)
+
+
+def _tangent_sum(*terms):
+    """The sum of a forward derivative's terms, skipping inputs without a tangent (None)."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
 
 
 def _check_alpha(alpha, rt):
@@ -168,6 +187,9 @@ class SubBackward0(Node):
     def backward(self, grad):
         alpha = self.alpha
         return grad, (-grad if alpha == 1 else grad * -alpha)
+
+    def jvp(self, ta, tb):
+        return _tangent_sum(ta, None if tb is None else tb * -self.alpha)
 
 
 def _is_bool_operand(x):
@@ -211,6 +233,9 @@ class RsubBackward1(Node):
     def backward(self, grad):
         return (-grad * self.alpha,)
 
+    def jvp(self, t):
+        return -t * self.alpha
+
 
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``: Python's ``2 - x``."""
@@ -246,12 +271,18 @@ class MulBackward1(Node):
     def backward(self, grad):
         return grad * _conj_number(self.other)
 
+    def jvp(self, t):
+        return t * self.other
+
 
 class DivBackward1(Node):
     __slots__ = ()
 
     def backward(self, grad):
         return grad / _conj_number(self.other)
+
+    def jvp(self, t):
+        return t / self.other
 
 
 def _conj_number(value):
@@ -302,6 +333,12 @@ class MulBackward0(Node):
         gb = None if self._edges[1] is None else grad * _conj(a)
         return ga, gb
 
+    def jvp(self, ta, tb):
+        # d(a b) = da b + a db (a's tangent needs b, saved because a has one; and vice versa)
+        a, b = self.saved_tensors
+        return _tangent_sum(None if ta is None else ta * (b if b is not None else self.scalar),
+                            None if tb is None else a * tb)
+
 
 def mul(input, other, *, out=None):
     if not isinstance(input, Tensor):
@@ -334,6 +371,15 @@ class DivBackward0(Node):
             return ga, None
         numerator = _conj(a if a is not None else self.scalar)
         return ga, -grad * numerator / (b * b)
+
+    def jvp(self, ta, tb):
+        # d(a / b) = da / b - a db / b^2
+        a, b = self.saved_tensors
+        if b is None:
+            return ta / self.scalar
+        return _tangent_sum(None if ta is None else ta / b,
+                            None if tb is None else
+                            -tb * (a if a is not None else self.scalar) / (b * b))
 
 
 class DivBackward2(Node):
@@ -487,6 +533,13 @@ class PowBackward0(Node):
             return _zeros_like(grad)
         return grad * _conj(e * base.pow(e - 1))
 
+    def jvp(self, t):
+        (base,) = self.saved_tensors
+        e = self.exponent
+        if e == 0:
+            return _zeros_like(t)
+        return t * (e * base.pow(e - 1))
+
 
 class PowBackward1(Node):
     """``tensor ** tensor``: d/db = e * b**(e-1) (0 where e == 0); d/de = b**e * ln b, taken as 0
@@ -503,6 +556,20 @@ class PowBackward1(Node):
             ge = grad * _conj(ln_base)
         return gb, ge
 
+    def jvp(self, tb, te):
+        # d(b^e) = e b^(e-1) db + b^e ln(b) de, with PyTorch's zeros where e == 0 / b == 0;
+        # each term is masked before it is multiplied by a tangent, so 0 * inf never happens
+        base, exponent, result = self.saved_tensors
+        terms = []
+        if tb is not None:
+            slope = where(exponent == 0, _zeros_like(result), exponent * base.pow(exponent - 1))
+            terms.append(tb * slope)
+        if te is not None:
+            ln_base = where((base == 0) & (exponent >= 0), _zeros_like(result),
+                            result * base.log())
+            terms.append(te * ln_base)
+        return _tangent_sum(*terms)
+
 
 class PowBackward2(Node):
     """``scalar ** tensor``: d/de = s**e * ln s, with 0 where s == 0 and e >= 0."""
@@ -514,6 +581,15 @@ class PowBackward2(Node):
         ln_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
         g = grad * (result * ln_base)
         return where(exponent >= 0, _zeros_like(g), g) if base == 0 else g
+
+    def jvp(self, t):
+        exponent, result = self.saved_tensors
+        base = self.base
+        if base == 0:  # 0 ** e: a zero slope where e >= 0, masked before it meets the tangent
+            ln_base = where(exponent >= 0, _zeros_like(result), result * -math.inf)
+            return t * ln_base
+        ln_base = math.log(base) if base > 0 else math.nan
+        return t * (result * ln_base)
 
 
 # Exponents PyTorch's pow kernel computes with cheaper, more exact functions than ``power``.
@@ -807,6 +883,19 @@ class UnaryBackward(Node):
             return type(self).formula(grad, None, saved[0])
         return type(self).formula(grad, None, None)
 
+    def jvp(self, t):
+        # f'(x) t: the formula without the conjugation (exact for holomorphic complex inputs
+        # too); abs of a complex number is not holomorphic and takes the generic path
+        saved = self.saved_tensors
+        if (saved and saved[0]._dtype._kind == 3 and not self.holomorphic) or (
+                t._dtype._kind == 3 and not saved):
+            return NotImplemented
+        if self.saves == "x":
+            return type(self).formula(t, saved[0], None)
+        if self.saves == "y":
+            return type(self).formula(t, None, saved[0])
+        return type(self).formula(t, None, None)
+
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -943,6 +1032,8 @@ def _make_unary(name, fwd, formula, saves, policy):
 
 
 def _needs(t):
+    if _dispatch._dual_active:  # forward AD: a tangent needs the node too
+        return _dispatch.needs_grad(t)
     return t._requires_grad and _grad_state.enabled
 
 
@@ -1031,6 +1122,8 @@ class ClampBackward1(Node):
         lo, hi = self.min, self.max
         inside = x >= lo if hi is None else (x <= hi if lo is None else (x >= lo) & (x <= hi))
         return where(inside, grad, _zeros_like(grad))
+
+    jvp = _forward_ad.elementwise_jvp
 
 
 class ClampBackward0(Node):
@@ -1162,6 +1255,14 @@ class WhereBackward0(Node):
         gx = where(cond, grad, zero) if self._edges[0] is not None else None
         gy = where(cond, zero, grad) if self._edges[1] is not None else None
         return gx, gy
+
+    def jvp(self, tx, ty):
+        (cond,) = self.saved_tensors
+        if tx is None and ty is None:
+            return None
+        like = tx if tx is not None else ty
+        return where(cond, tx if tx is not None else _zeros_like(like),
+                     ty if ty is not None else _zeros_like(like))
 
 
 def where(condition, input=None, other=None):

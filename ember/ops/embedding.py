@@ -33,6 +33,12 @@ __all__ = ["embedding_bag"]
 class EmbeddingBackward0(Node):
     __slots__ = ()
 
+    def jvp(self, t_weight):
+        # The lookup is linear in the weight: its tangent is the same lookup of the weight's
+        # tangent (padding_idx and scale_grad_by_freq only shape the backward, as in PyTorch).
+        rows = t_weight.index_select(0, self.indices)
+        return rows.reshape(tuple(self.out_shape))
+
     def backward(self, grad):
         indices, padding_idx = self.indices, self.padding_idx
         num, dim = self.weight_shape
@@ -143,7 +149,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if needs_grad(weight):
         record(EmbeddingBackward0, (weight,), res, indices=flat, padding_idx=padding_idx,
                weight_shape=(num, dim), scale_grad_by_freq=scale_grad_by_freq,
-               sparse=bool(sparse), frequency=frequency)
+               sparse=bool(sparse), frequency=frequency, out_shape=out.shape)
     return res
 
 

@@ -10,6 +10,7 @@ from numbers import Integral as _Integral
 from numpy import generic as _np_generic, iinfo as _np_iinfo
 
 from .. import _dtype as dt
+from . import _dispatch
 from ._dispatch import Tensor, Node, needs_grad, record, _wrap, wrap_dim, device_mismatch, cast, \
     dtype_name, wrap_dim_no_scalar, checked_int_scalar
 from .shape import make_view, SliceBackward0, SelectBackward0, UnsqueezeBackward0, \
@@ -34,6 +35,8 @@ INPLACE = ["masked_fill", "scatter", "scatter_add", "index_add", "scatter_reduce
 
 
 def _needs(t):
+    if _dispatch._dual_active:  # forward AD: a tangent needs the node too
+        return _dispatch.needs_grad(t)
     return t._requires_grad and _grad_state.enabled
 
 
@@ -635,6 +638,10 @@ class GatherBackward0(Node):
         (index,) = self.saved_tensors
         return grad.new_zeros(self.in_shape).scatter_add(self.dim, index, grad)
 
+    def jvp(self, t):
+        (index,) = self.saved_tensors
+        return gather(t, self.dim, index)
+
 
 def gather(input, dim, index, *, sparse_grad=False):
     d = _check_index(input, dim, index, "gather")
@@ -753,6 +760,10 @@ class IndexSelectBackward0(Node):
         (index,) = self.saved_tensors
         return grad.new_zeros(self.in_shape).index_add(self.dim, index, grad)
 
+    def jvp(self, t):
+        (index,) = self.saved_tensors
+        return index_select(t, self.dim, index)
+
 
 def index_select(input, dim, index):
     if index._data.ndim > 1:
@@ -792,6 +803,15 @@ class IndexAddBackward0(Node):
             if self.alpha != 1:
                 g_src = g_src * self.alpha
         return grad, g_src
+
+    def jvp(self, t_input, t_source):
+        # linear in both: the same index_add on the tangents
+        (index,) = self.saved_tensors
+        if t_source is None:
+            return t_input
+        if t_input is None:
+            t_input = t_source.new_zeros(self._in_meta[0][0])
+        return index_add(t_input, self.dim, index, t_source, alpha=self.alpha)
 
 
 def index_add(input, dim, index, source, *, alpha=1):

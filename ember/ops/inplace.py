@@ -9,7 +9,9 @@ other live view of that base then replays itself on the base, so its ``grad_fn``
 """
 from .. import _dtype as dt
 from .._layout import strided as _STRIDED
+from . import _dispatch
 from ._dispatch import Tensor, Node, record, needs_grad, _wrap, dtype_name, device_mismatch
+from ..autograd import forward_ad as _forward_ad
 from ..autograd.grad_mode import _state as _grad_state
 from ..amp import autocast_mode as _autocast
 
@@ -44,6 +46,9 @@ def check_inplace(self):
 
 
 def _recording(self, args):
+    if _dispatch._dual_active and _forward_ad.any_tangent(
+            [self] + [a for a in args if isinstance(a, Tensor)]):
+        return True  # the out-of-place op computes the tangent the write then carries over
     if not _grad_state.enabled:
         return False
     if self._requires_grad or (self._base is not None and self._base._requires_grad):
@@ -59,6 +64,8 @@ def _snapshot(self):
     may save its input for backward (PyTorch saves a clone of the original ``self`` then), and
     ``self`` is about to be overwritten."""
     snap = _wrap(self._data.copy(), self._dtype, self)
+    if self._fw_grad is not None:
+        _forward_ad.set_tangent(snap, self._fw_grad)
     snap._requires_grad = self._requires_grad
     snap.grad_fn = self.grad_fn
     if self._output_nr:
@@ -157,6 +164,8 @@ def write_result(self, result, allow_overlap=False, written=None):
                                f"desired output type {dtype_name(self._dtype)}")
         result = result.to(self._dtype)
     _store(self, result._data, allow_overlap)
+    if _dispatch._dual_active and (self._fw_grad is not None or result._fw_grad is not None):
+        _forward_ad.write_tangent(self, result)
     if _grad_state.enabled and (result._requires_grad or self._requires_grad or
                                 (self._base is not None and self._base._requires_grad)):
         if result._requires_grad:

@@ -61,6 +61,18 @@ class _PointwiseLossBackward(Node):
         return (None if d_input is None else d_input * upstream,
                 None if d_target is None else d_target * upstream)
 
+    def jvp(self, t_input, t_target):
+        # reduce(df/dinput * dinput + df/dtarget * dtarget): the same reduction of the
+        # element-wise tangent
+        input, target = self.saved_tensors
+        d_input, d_target = self.derivatives(input, target, t_input is not None,
+                                             t_target is not None)
+        terms = [d * t for d, t in ((d_input, t_input), (d_target, t_target))
+                 if d is not None and t is not None]
+        if not terms:
+            return None
+        return _reduce(terms[0] if len(terms) == 1 else terms[0] + terms[1], self.reduction)
+
 
 def _pointwise_loss(node_cls, loss_fn, input, target, reduction, **attrs):
     with no_grad():
@@ -289,6 +301,17 @@ class NllLossBackward0(Node):
         xp.put_along_axis(out, xp.expand_dims(target._data, cdim),
                           xp.expand_dims(scale._data, cdim), axis=cdim)
         return (_wrap(out, scale._dtype, scale),)
+
+    def jvp(self, t):
+        # linear in the input: the same picking, weighting and reduction of the tangent
+        cdim, target, weights = self.cdim, self.safe_target, self.target_weights
+        picked = -t.gather(cdim, target.unsqueeze(cdim)).squeeze(cdim)
+        if weights is not None:
+            picked = picked * weights
+        if self.reduction == "none":
+            return picked
+        total = picked.sum()
+        return total / self.divisor if self.reduction == "mean" else total
 
 
 class NllLoss2DBackward0(NllLossBackward0):

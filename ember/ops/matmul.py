@@ -47,6 +47,19 @@ class MmBackward0(Node):
                 gb = gb.squeeze(-1)
         return ga, gb
 
+    def jvp(self, ta, tb):
+        # d(a b) = da b + a db; for these kernels' ranks matmul is the kernel itself
+        a, b = self.saved_tensors
+        return _product_tangent(a, b, ta, tb)
+
+
+def _product_tangent(a, b, ta, tb):
+    out = None if ta is None else ta.matmul(b)
+    if tb is not None:
+        term = a.matmul(tb)
+        out = term if out is None else out + term
+    return out
+
 
 def _transposed_matrix(t):
     """Whether ``t`` is a matrix stored transposed (``weight.t()``, as ``linear`` passes it)."""
@@ -404,6 +417,16 @@ class AddmmBackward0(Node):
         if self._edges[2] is not None:
             g_b = _mat2_grad(a, scaled, self.__dict__.get("mat2_transposed"))
         return g_input, g_a, g_b
+
+    def jvp(self, t_input, ta, tb):
+        a, b = self.saved_tensors
+        product = _product_tangent(a, b, ta, tb)
+        if product is not None and self.alpha != 1:
+            product = product * self.alpha
+        if t_input is not None and self.beta != 0:
+            t_input = t_input if self.beta == 1 else t_input * self.beta
+            return t_input if product is None else product + t_input
+        return product
 
 
 class BaddbmmBackward0(AddmmBackward0):

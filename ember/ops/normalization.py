@@ -51,6 +51,21 @@ class NativeNormBackward0(Node):
             g_b = _sum(grad, param_axes).reshape(self.bias_shape)
         return g_x, g_w, g_b
 
+    def jvp(self, tx, tw, tb):
+        # y = xhat w + b with xhat = (x - mean) invstd over ``axes``:
+        # d xhat = invstd (dx - mean(dx) - xhat mean(xhat dx))
+        x, weight = self.saved_tensors
+        if _grad_state.enabled:  # reverse over forward: the statistics carry x's graph
+            mean = x.mean(self.axes, keepdim=True)
+            invstd = ((x - mean).pow(2).mean(self.axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            mean, invstd = self.mean, self.invstd
+        xhat = (x - mean) * invstd
+        return _affine_tangent(self, xhat, None if tx is None else
+                               (tx - tx.mean(self.axes, keepdim=True)
+                                - xhat * (xhat * tx).mean(self.axes, keepdim=True)) * invstd,
+                               weight, tw, tb)
+
 
     def _per_channel_backward(self, grad, x, weight):
         """The same closed form on arrays, for a weight constant over the normalised axes
@@ -111,6 +126,33 @@ class NativeBatchNormBackward0(NativeNormBackward0):
             g_b = grad.sum(axes).reshape(self.bias_shape)
         return g_x, g_w, g_b
 
+    def jvp(self, tx, tw, tb):
+        running = self.__dict__.get("running")
+        if running is None:
+            return super().jvp(tx, tw, tb)
+        # running statistics are constants: xhat is affine in x
+        x, weight = self.saved_tensors
+        mean, invstd = running
+        view = self.param_view
+        xhat = (x - mean.reshape(view)) * invstd.reshape(view)
+        return _affine_tangent(self, xhat, None if tx is None else tx * invstd.reshape(view),
+                               weight, tw, tb)
+
+
+def _affine_tangent(node, xhat, t_xhat, weight, tw, tb):
+    """The tangent of ``xhat * weight + bias`` (weight and bias viewed as ``param_view``)."""
+    view = node.param_view
+    out = None
+    if t_xhat is not None:
+        out = t_xhat if weight is None else t_xhat * weight.reshape(view)
+    if tw is not None:
+        term = xhat * tw.reshape(view)
+        out = term if out is None else out + term
+    if tb is not None:
+        term = tb.reshape(view)
+        out = term if out is None else out + term
+    return out
+
 
 def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
     """Batch norm with running statistics: an affine map per channel (dim 1), one multiply and
@@ -170,6 +212,31 @@ class NativeGroupNormBackward0(Node):
         if self._edges[2] is not None:
             g_b = grad.sum(sum_axes)
         return g_x, g_w, g_b
+
+    def jvp(self, tx, tw, tb):
+        # layer norm's forward derivative over each group, then the per-channel affine map
+        x, weight = self.saved_tensors
+        n, groups, eps = x.shape[0], self.groups, self.eps
+        view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        grouped = x.reshape(n, groups, math.prod(x.shape[1:]) // groups)
+        mean = grouped.mean(-1, keepdim=True)
+        invstd = ((grouped - mean).pow(2).mean(-1, keepdim=True) + eps).rsqrt()
+        xhat = (grouped - mean) * invstd
+        out = None
+        if tx is not None:
+            tg = tx.reshape(grouped.shape)
+            out = ((tg - tg.mean(-1, keepdim=True) - xhat * (xhat * tg).mean(-1, keepdim=True))
+                   * invstd).reshape(x.shape)
+            if weight is not None:
+                out = out * weight.reshape(view)
+        xhat = xhat.reshape(x.shape)
+        if tw is not None:
+            term = xhat * tw.reshape(view)
+            out = term if out is None else out + term
+        if tb is not None:
+            term = tb.reshape(view)
+            out = term if out is None else out + term
+        return out
 
 
 def group_norm(input, groups, weight, bias, eps):

@@ -305,6 +305,14 @@ class RnnLayerBackward0(Node):
                 out(dc, c0) if edges[2] is not None else None,
                 g_w_hh, g_b_hh, g_w_hr)
 
+    def jvp(self, *tangents):
+        # The composed layer's own ops carry the tangents (the saved inputs hold them).
+        from ..autograd import forward_ad
+        with forward_ad.active():
+            outs = _composed(self.mode, *self.saved_tensors, self.sizes, self.offsets,
+                             self.order)
+        return tuple(o._fw_grad if o is not None else None for o in outs)
+
     def _backward_differentiable(self, g_out, g_hn, g_cn):
         from ..autograd import grad as autograd_grad
         from ..autograd.grad_mode import enable_grad
@@ -409,11 +417,8 @@ def rnn_layer(mode, gates_x, h0, c0, w_hh, b_hh=None, w_hr=None, batch_sizes=Non
     results = [_wrap(a.astype(np_dtype, copy=False), dtype, gates_x)
                for a in (out, hn, cn) if a is not None]
     if needs_grad(*tensors):
-        record_multi(RnnLayerBackward0, tensors, results, save=(), mode=mode, sizes=sizes,
+        record_multi(RnnLayerBackward0, tensors, results, save=tensors, mode=mode, sizes=sizes,
                      offsets=offsets, order=order, cache=cache, work_dtype=work)
-        # Saved here rather than via ``save=``, which cannot hold None entries.
-        node = results[0].grad_fn
-        node.save(*tensors)
     if cn is None:
         results.append(None)
     return tuple(results)

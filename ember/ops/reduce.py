@@ -120,6 +120,9 @@ class SumBackward1(Node):
     def backward(self, grad):
         return _expand_back(grad, self.in_shape, self.axes, self.keepdim)
 
+    def jvp(self, t):
+        return t.sum(self.axes, keepdim=self.keepdim) if self.axes else t.clone()
+
 
 class SumBackward0(SumBackward1):
     """Full reduction (no dim), named as PyTorch names it."""
@@ -151,6 +154,9 @@ class MeanBackward1(Node):
 
     def backward(self, grad):
         return _expand_back(grad, self.in_shape, self.axes, self.keepdim) / self.count
+
+    def jvp(self, t):
+        return (t.sum(self.axes, keepdim=self.keepdim) if self.axes else t) / self.count
 
 
 class MeanBackward0(MeanBackward1):
@@ -617,6 +623,12 @@ class LogsumexpBackward0(Node):
         out_b = _expand_back(out, x.shape, self.axes, self.keepdim)
         return _expand_back(grad, x.shape, self.axes, self.keepdim) * (x - out_b).exp()
 
+    def jvp(self, t):
+        # the softmax-weighted sum of the tangent
+        x, out = self.saved_tensors
+        weights = (x - _expand_back(out, x.shape, self.axes, self.keepdim)).exp()
+        return (weights * t).sum(self.axes, keepdim=self.keepdim)
+
 
 def logsumexp(input, dim, keepdim=False):
     if _autocast.active and _autocast.enabled_for(input, "logsumexp"):
@@ -826,6 +838,10 @@ class SoftmaxBackward0(Node):
         (y,) = self.saved_tensors
         return y * (grad - (grad * y).sum(self.dim, keepdim=True))
 
+    def jvp(self, t):
+        # the softmax Jacobian is symmetric: the same formula on the tangent
+        return self.backward(t)
+
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ()
@@ -833,6 +849,10 @@ class LogSoftmaxBackward0(Node):
     def backward(self, grad):
         (y,) = self.saved_tensors
         return grad - y.exp() * grad.sum(self.dim, keepdim=True)
+
+    def jvp(self, t):
+        (y,) = self.saved_tensors
+        return t - (y.exp() * t).sum(self.dim, keepdim=True)
 
 
 def _softmax_common(input, dim, dtype, log):

@@ -11,6 +11,8 @@ import weakref
 from .. import _dtype as dt
 from .. import _memory_format as _mf
 from .._layout import strided as _STRIDED
+from . import _dispatch
+from ..autograd import forward_ad as _forward_ad
 from ._dispatch import CompositeBackward, record_composite
 from ._dispatch import (Tensor, Node, needs_grad, record, record_multi, _wrap, wrap_dim,
                         wrap_dim_no_scalar, wrap_dims, device_mismatch)
@@ -42,12 +44,16 @@ INPLACE = ["tril", "triu"]
 
 
 def _needs(t):
+    if _dispatch._dual_active:  # forward AD: a tangent needs the node too
+        return _dispatch.needs_grad(t)
     return t._requires_grad and _grad_state.enabled
 
 
 def make_view(base, data, replay):
     """A tensor over ``data`` (a view of ``base``'s array) that shares ``base``'s version counter."""
     out = _wrap(data, base._dtype, base)
+    if _dispatch._dual_active and base._fw_grad is not None:
+        out.__dict__["_view_step"] = replay  # forward AD replays this step on the tangent
     root = base._base
     if root is None:
         out._base = base
@@ -819,6 +825,9 @@ class CloneBackward0(Node):
     def backward(self, grad):
         return grad
 
+    def jvp(self, t):
+        return t.clone()
+
 
 def clone(input, *, memory_format=None):
     if memory_format is None or memory_format is _mf.preserve_format:
@@ -859,6 +868,19 @@ class CatBackward0(Node):
             outs.append(grad.narrow(self.dim, start, n) if needed is not None else None)
             start += n
         return tuple(outs)
+
+    def jvp(self, *tangents):
+        # linear: the same cat of the tangents (zeros for inputs without one)
+        parts = [t if t is not None else _zero_tangent(meta)
+                 for t, n, meta in zip(tangents, self.sizes, self._in_meta) if n is not None]
+        return cat(parts, self.dim)
+
+
+def _zero_tangent(meta):
+    """Zeros shaped like an input without a tangent, from its recorded (shape, dtype, device)."""
+    from .creation import zeros
+    shape, dtype, device = meta
+    return zeros(shape, dtype=dtype, device=device)
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -948,6 +970,10 @@ class StackBackward0(Node):
 
     def backward(self, grad):
         return grad.unbind(self.dim)
+
+    def jvp(self, *tangents):
+        return stack([t if t is not None else _zero_tangent(meta)
+                      for t, meta in zip(tangents, self._in_meta)], self.dim)
 
 
 def _tensor_list(tensors, name, nonempty=False):
@@ -1460,6 +1486,8 @@ def _inplace_view(self, undo, view_op, *args, node=None):
         self.grad_fn = result.grad_fn
         self._requires_grad = True
         self.__dict__.pop("_output_nr", None)
+    if result._fw_grad is not None:  # forward AD: the tangent takes the new geometry too
+        _forward_ad.set_tangent(self, result._fw_grad)
     self._bump_version()
     return self
 

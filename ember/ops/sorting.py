@@ -17,6 +17,7 @@ import math
 import numbers
 
 from .. import _dtype as dt
+from ..autograd import forward_ad as _forward_ad
 from ._dispatch import (Tensor, Node, needs_grad, record, _wrap, wrap_dim, dtype_name,
                         device_mismatch, as_tensor_on, wrap_dim_no_scalar)
 from .reduce import MaxBackward0
@@ -331,6 +332,9 @@ class _NotDifferentiable(Node):
     def backward(self, grad):
         raise NotImplementedError(f"the derivative for '{self.op_name}' is not implemented.")
 
+    def jvp(self, *tangents):
+        raise _forward_ad.not_supported(self.op_name)
+
 
 Unique2Backward0 = type("Unique2Backward0", (_NotDifferentiable,),
                         {"__slots__": (), "op_name": "_unique2"})
@@ -346,6 +350,10 @@ class _NoDerivative(Node):
 
     def backward(self, grad):
         raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+    def jvp(self, *tangents):
+        raise NotImplementedError(f"Trying to use forward AD with aten::{self.op_name} that "
+                                  "does not support it.")
 
 
 _NoDerivative.__name__ = _NoDerivative.__qualname__ = "NotImplemented"  # PyTorch's node name

@@ -857,3 +857,14 @@ def igamma(input, other, *, out=None):
 
 def igammac(input, other, *, out=None):
     return _igamma(input, other, True, out)
+
+
+# One-input element-wise functions: a diagonal Jacobian, so the backward applied to the tangent
+# is the forward derivative (ember/autograd/forward_ad.py: elementwise_jvp).
+def _forward_derivatives():
+    from ..autograd.forward_ad import elementwise_jvp
+    for cls in (LgammaBackward0, DigammaBackward0, I0Backward0, SpecialI0EBackward0, SpecialI1Backward0, SpecialI1EBackward0, SpecialNdtrBackward0, SpecialLogNdtrBackward0, SpecialNdtriBackward0, SpecialErfcxBackward0, SincBackward0, SpecialEntrBackward0):
+        cls.jvp = elementwise_jvp
+
+
+_forward_derivatives()

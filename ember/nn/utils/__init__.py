@@ -6,4 +6,4 @@ from ..._submodules import import_parts
 import_parts(__name__, ["clip_grad", "convert_parameters", "fusion", "weight_norm",
                        "spectral_norm", "init", "memory_format"], globals())
 # Reached as ``nn.utils.parametrize.register_parametrization`` (not re-exported), as in PyTorch.
-import_parts(__name__, ["parametrize", "parametrizations", "rnn", "prune"], {})
+import_parts(__name__, ["parametrize", "parametrizations", "rnn", "prune", "stateless"], {})
