@@ -81,9 +81,16 @@ def run_child(name, framework, repeats, number):
         for _ in range(number):
             step()
         samples.append((time.perf_counter() - start) / number)
+    products = None
+    if framework == "ember":
+        # Which library Ember's matrix products use: MKL with the fast extra on Intel CPUs
+        # (ember/backends/_mkl.py), else NumPy's OpenBLAS. Asking loads MKL, so threadpoolctl
+        # sees its pool too.
+        from ember.backends import _mkl
+        products = "MKL (the fast extra)" if _mkl.active() else "NumPy's OpenBLAS"
     json.dump({"samples": samples, "peak_rss_mb": _peak_rss_mb(),
                "rss_after_import_mb": rss_after_import, "versions": versions,
-               "blas": _blas_info()}, sys.stdout)
+               "blas": _blas_info(), "products": products}, sys.stdout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,6 +283,7 @@ def to_markdown(report):
               f"Python {m['python']}; "
               f"{', '.join(f'{k} {v}' for k, v in report['versions'].items())}; "
               f"commit {m['commit']}; {report['date']}.",
+              f"Ember's matrix products: {report.get('products') or 'not recorded'}; "
               f"BLAS seen by Ember's process (threadpoolctl): {_fmt_blas(report['blas'])}; "
               f"OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE here: {_fmt_env(report['parent_env'])}, "
               "removed for the benchmark processes.",
@@ -318,7 +326,9 @@ def main(argv=None):
         versions.update(first[fw]["runs"][0]["versions"])
     report = {"command": command.strip(), "date": started.strftime("%Y-%m-%d %H:%M UTC"),
               "machine": machine_info(), "versions": versions, "threads": THREADS,
-              "blas": first["ember"]["runs"][0]["blas"], "quick": args.quick, "rounds": rounds,
+              "blas": first["ember"]["runs"][0]["blas"],
+              "products": first["ember"]["runs"][0].get("products"),
+              "quick": args.quick, "rounds": rounds,
               "repeats": repeats, "results": results,
               "parent_env": {k: os.environ.get(k)
                              for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}}

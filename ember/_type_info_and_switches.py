@@ -229,6 +229,9 @@ def is_warn_always_enabled():
 def get_num_threads():
     """The number of threads the BLAS library (where NumPy's heavy work runs) may use, read
     through threadpoolctl when it is installed; otherwise the CPU count."""
+    from .backends import _mkl
+    if _mkl.active():
+        return _mkl.get_num_threads()
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
@@ -246,6 +249,9 @@ def set_num_threads(int):
     n = operator.index(int)
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
+    from .backends import _mkl
+    if _mkl.set_num_threads(n):
+        return  # MKL computes the products; OpenBLAS's pool stays at one thread
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:

@@ -26,6 +26,11 @@ y, _ = lstm(x)
 y.sum().backward()
 out["lstm"] = y.tolist()
 out["lstm_grad"] = lstm.weight_hh_l0.grad.tolist()
+from threadpoolctl import threadpool_info
+out["pools"] = {p["internal_api"]: p["num_threads"] for p in threadpool_info()
+                if p["user_api"] == "blas"}
+ember.set_num_threads(1)
+out["threads_after_set_1"] = ember.get_num_threads()
 print(json.dumps(out))
 """
 
@@ -56,6 +61,9 @@ def test_mkl_and_openblas_give_the_same_products_and_lstm_gradients():
     else:
         mkl = _run("mkl")
         assert mkl["active"] is True
+        # one spinning pool, not two: OpenBLAS is held at one thread while MKL computes
+        assert mkl["pools"]["openblas"] == 1
+        assert mkl["threads_after_set_1"] == 1
     for key in ("mm", "mm_t", "mm64", "lstm", "lstm_grad"):
         np.testing.assert_allclose(mkl[key], openblas[key], rtol=1e-5, atol=1e-6, err_msg=key)
 

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-__all__ = ["lookup"]
+__all__ = ["lookup", "set_num_threads"]
 
 _TYPES = {np.dtype(np.float32): ("s", ctypes.c_float), np.dtype(np.float64): ("d", ctypes.c_double)}
 
@@ -53,3 +53,15 @@ def lookup(name, dtype):
                    "axpby": [n, real, ptr, n, real, ptr, n]}[name]
     fn.restype = None
     return fn
+
+
+def set_num_threads(n):
+    """Size NumPy's OpenBLAS pool (when MKL computes the products, its pool is kept at one
+    thread, so that two pools never spin against each other); False where it is not found."""
+    lib = _library()
+    fn = getattr(lib, "scipy_openblas_set_num_threads64_", None) if lib is not None else None
+    if fn is None:
+        return False
+    fn.argtypes, fn.restype = [ctypes.c_int], None
+    fn(int(n))
+    return True

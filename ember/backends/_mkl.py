@@ -10,6 +10,12 @@ the float32/float64 2-D products keeps using NumPy's OpenBLAS.
 
 ``EMBER_BLAS`` chooses: ``auto`` (the default: MKL on Intel CPUs where installed), ``mkl``
 (wherever installed), ``openblas`` (never MKL).
+
+Two BLAS thread pools in one process lose more than MKL gains: after each product a pool's
+threads spin, waiting for the next, while the other pool's threads want the same cores (the MLP
+step measured 2.8x slower with both pools at two threads). So while MKL computes the products,
+NumPy's OpenBLAS pool is held at one thread, the optimizers' ``axpby`` passes go through MKL
+too, and ``ember.set_num_threads`` sizes MKL's pool.
 """
 import ctypes
 import functools
@@ -18,11 +24,10 @@ import sys
 
 import numpy as np
 
-__all__ = ["gemm", "active"]
+__all__ = ["gemm", "axpby", "active", "set_num_threads", "get_num_threads"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _INT_MAX = 2 ** 31 - 1
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _intel_cpu():
@@ -51,7 +56,8 @@ def _library_paths():
 
 @functools.lru_cache(maxsize=None)
 def _routines():
-    """(sgemm, dgemm) from MKL, or None where it is not installed or not chosen."""
+    """MKL's routines by dtype ((gemm, axpy, axpby)) and its library, or None where it is not
+    installed or not chosen. Loading it sizes OpenBLAS's pool down to one thread."""
     choice = os.environ.get("EMBER_BLAS", "auto").lower()
     if choice not in ("auto", "mkl", "openblas"):
         raise ValueError(f"EMBER_BLAS must be 'auto', 'mkl' or 'openblas', not {choice!r}")
@@ -62,14 +68,24 @@ def _routines():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        routines = []
-        for name, real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
-            fn = getattr(lib, name)
-            i, p = ctypes.c_int, ctypes.c_void_p
-            fn.argtypes = [i, i, i, i, i, i, real, p, i, p, i, real, p, i]
-            fn.restype = None
-            routines.append(fn)
-        return tuple(routines)
+        i, p = ctypes.c_int, ctypes.c_void_p
+        routines = {}
+        for prefix, real in (("s", ctypes.c_float), ("d", ctypes.c_double)):
+            gemm_fn = getattr(lib, f"cblas_{prefix}gemm")
+            gemm_fn.argtypes = [i, i, i, i, i, i, real, p, i, p, i, real, p, i]
+            axpy = getattr(lib, f"cblas_{prefix}axpy")
+            axpy.argtypes = [i, real, p, i, p, i]
+            axpby_fn = getattr(lib, f"cblas_{prefix}axpby")
+            axpby_fn.argtypes = [i, real, p, i, real, p, i]
+            for fn in (gemm_fn, axpy, axpby_fn):
+                fn.restype = None
+            routines[np.dtype(real)] = (gemm_fn, axpy, axpby_fn)
+        lib.MKL_Set_Num_Threads.argtypes, lib.MKL_Set_Num_Threads.restype = [i], None
+        lib.MKL_Get_Max_Threads.argtypes, lib.MKL_Get_Max_Threads.restype = [], i
+        routines["library"] = lib
+        from . import _cblas
+        _cblas.set_num_threads(1)
+        return routines
     return None
 
 
@@ -96,14 +112,9 @@ def gemm(a, b, out=None, accumulate=False):
     if routines is None:
         return None
     dtype = a.dtype
-    if dtype is not b.dtype and dtype != b.dtype:
+    if dtype != b.dtype or dtype not in routines:
         return None
-    if dtype == _F32:
-        fn = routines[0]
-    elif dtype == _F64:
-        fn = routines[1]
-    else:
-        return None
+    fn = routines[dtype][0]
     m, k = a.shape
     n = b.shape[1]
     if m == 0 or n == 0 or k == 0 or max(m, n, k) > _INT_MAX:
@@ -121,3 +132,32 @@ def gemm(a, b, out=None, accumulate=False):
     fn(_ROW_MAJOR, ta[0], tb[0], m, n, k, 1.0, a.ctypes.data, ta[1], b.ctypes.data, tb[1],
        1.0 if accumulate else 0.0, out.ctypes.data, max(n, 1))
     return out
+
+
+def axpby(y, alpha, x, beta):
+    """``y = alpha x + beta y`` in place through MKL for whole contiguous float32/float64
+    arrays of one shape (the caller has checked); False where MKL is not active."""
+    routines = _routines()
+    if routines is None or y.size > _INT_MAX or y.dtype not in routines:
+        return False
+    _, axpy, axpby_fn = routines[y.dtype]
+    if beta == 1.0:
+        axpy(y.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
+    else:
+        axpby_fn(y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
+    return True
+
+
+def set_num_threads(n):
+    """Size MKL's pool; False where MKL is not active."""
+    routines = _routines()
+    if routines is None:
+        return False
+    routines["library"].MKL_Set_Num_Threads(int(n))
+    return True
+
+
+def get_num_threads():
+    """MKL's pool size, or None where MKL is not active."""
+    routines = _routines()
+    return None if routines is None else routines["library"].MKL_Get_Max_Threads()

@@ -139,12 +139,15 @@ class NumpyBackend(Backend):
             np.matmul(a, b, out=out)
 
     def axpby(self, y, alpha, x, beta=1.0):
-        # One pass of NumPy's own OpenBLAS (threaded) where both arrays are whole contiguous
-        # float32/float64 blocks; elsewhere the reference's ufuncs.
+        # One threaded BLAS pass (MKL's where it computes the products, else NumPy's own
+        # OpenBLAS) where both arrays are whole contiguous float32/float64 blocks; elsewhere
+        # the reference's ufuncs.
         dtype = y.dtype
         if (x.dtype == dtype and y.flags.c_contiguous and x.flags.c_contiguous
                 and y.flags.writeable and x.shape == y.shape and y.size
                 and not np.may_share_memory(x, y)):
+            if _mkl_gemm() is not None and _mkl.axpby(y, alpha, x, beta):
+                return
             if beta == 1.0:
                 fn = _cblas.lookup("axpy", dtype)
                 if fn is not None:
