@@ -5,7 +5,9 @@ args and kwargs with node references and typed constants, tensor metadata — pl
 writer adds, e.g. an export's signature) and one ``tensors/<i>.npy`` per parameter, buffer or
 constant (``numpy.save`` with ``allow_pickle=False``). Nothing in the file is executed: a
 target is a qualified name, resolved on load to an object that must be in the allow-list of
-Ember ops, ``operator`` functions and public ``Tensor`` methods; any other name is refused.
+Ember ops, ``operator`` functions and public ``Tensor`` methods, or a custom operator
+(``ember.library.custom_op``) saved as ``custom_op:ns::name`` and found in the loading
+process's registry (as TorchScript needs the op's library loaded); any other name is refused.
 So a process that never imports the model's defining module can load and run the graph."""
 import builtins
 import io
@@ -30,7 +32,20 @@ def _allowed_functions():
     return _recorded_functions() | _OPERATOR_FUNCTIONS | _BUILTIN_FUNCTIONS
 
 
+def _custom_op(fn):
+    """The ``ns::name`` of a custom operator's overload or packet (``ember.library``), else
+    None: those are saved by name and found again in the loading process's registry, as
+    TorchScript finds a custom op in the libraries loaded there."""
+    from ..library import _custom_ops
+    if isinstance(fn, (_custom_ops.OpOverload, _custom_ops.OpOverloadPacket)):
+        return fn._op._qualname
+    return None
+
+
 def _qualified_name(fn):
+    custom = _custom_op(fn)
+    if custom is not None:
+        return f"custom_op:{custom}"
     module = getattr(fn, "__module__", None)
     if fn in _OPERATOR_FUNCTIONS:  # ``operator.add.__module__`` is ``_operator``
         module = "operator"
@@ -45,6 +60,15 @@ def _qualified_name(fn):
 def _resolve_function(qualname, allowed):
     """The allow-listed object named ``qualname``; importing only ``ember`` modules."""
     import importlib
+    if qualname.startswith("custom_op:"):
+        from ..library import _custom_ops
+        op = _custom_ops._lookup(qualname[len("custom_op:"):], missing_ok=True)
+        if op is None:
+            raise RuntimeError(f"cannot load the graph: custom operator "
+                               f"{qualname[len('custom_op:'):]!r} is not registered in this "
+                               "process: import or define the library that registers it "
+                               "(ember.library.custom_op) before loading")
+        return op._opoverload
     module, _, name = qualname.rpartition(".")
     if not (module in ("operator", "builtins") or module == "ember"
             or module.startswith("ember.")):
@@ -167,7 +191,7 @@ def graph_to_data(graph):
     nodes = []
     for node in graph.nodes:
         if node.op == "call_function":
-            if node.target not in allowed:
+            if node.target not in allowed and _custom_op(node.target) is None:
                 raise RuntimeError(f"cannot serialize the graph: node {node.name} calls "
                                    f"{node.target!r}, which is not an Ember op")
             target = _qualified_name(node.target)
