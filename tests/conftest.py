@@ -53,6 +53,15 @@ if os.environ.get("EMBER_TEST_DEVICE") == "cupyconf":
     DEVICES = ["cpu", "cupyconf"]
 elif os.environ.get("EMBER_TEST_DEVICE") == "cuda":  # on a GPU (benchmarks/gpu_check.py)
     DEVICES = ["cpu", "cuda"]
+elif os.environ.get("EMBER_TEST_DEVICE") == "regdev":
+    # a registry-backed device (ember.library): kernels for a few aten ops, the CPU fallback
+    # for everything else; run the op table on it with EMBER_TEST_DEVICE=regdev
+    DEVICES = ["cpu", "regdev"]
+    from ember import library as _library
+    from test_library_registry import RegDevBackend, _register_kernels
+    if not is_known_device_type("regdev"):
+        register_backend("regdev", RegDevBackend)
+        _register_kernels(_library.Library("aten", "IMPL"))
 elif CUPYCONF_IN_DEVICES:
     DEVICES = ["cpu", "testdev", "cupyconf"]
 if "cupyconf" in DEVICES:

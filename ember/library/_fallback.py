@@ -639,7 +639,9 @@ class RegistryBackend(Backend):
                     low = _address(host)
                     if low <= address < low + host.nbytes and \
                             (address - low) % result.itemsize == 0:
-                        return DeviceArray(storage, (address - low) // host.itemsize,
+                        # the offset counts elements of the view's own dtype (a complex
+                        # array's .imag starts half an element in)
+                        return DeviceArray(storage, (address - low) // result.itemsize,
                                            result.shape, result.strides, result.dtype)
             return self._from_numpy(result, copy=result.base is not None)
         if isinstance(result, np.generic):
