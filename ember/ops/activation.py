@@ -174,6 +174,12 @@ class LeakyReluBackward1(Node):
         (y,) = self.saved_tensors
         return where(y > 0, grad, grad * self.negative_slope)
 
+    def jvp(self, t):
+        if self.negative_slope < 0:  # the result's sign no longer tells the input's
+            return NotImplemented  # (the fallback raises the backward's error)
+        (y,) = self.saved_tensors
+        return where(y > 0, t, t * self.negative_slope)
+
 
 def leaky_relu(input, negative_slope=0.01, node=LeakyReluBackward0):
     x = _float_input(input, "leaky_relu_cpu")
@@ -214,6 +220,12 @@ class EluBackward1(Node):
                 "negative slope, please call out-of-place version instead.")
         (y,) = self.saved_tensors
         return grad * where(y > 0, self.scale, (y + self.alpha * self.scale) * self.input_scale)
+
+    def jvp(self, t):
+        if self.alpha < 0:
+            return NotImplemented
+        (y,) = self.saved_tensors
+        return t * where(y > 0, self.scale, (y + self.alpha * self.scale) * self.input_scale)
 
 
 class CeluBackward1(EluBackward1):
@@ -293,6 +305,13 @@ class GluBackward0(Node):
         g_a = grad * gate
         return (cat([g_a, g_a * a * (1 - gate)], self.dim),)
 
+    def jvp(self, t):
+        (x,) = self.saved_tensors
+        a, b = x.chunk(2, self.dim)
+        ta, tb = t.chunk(2, self.dim)
+        gate = b.sigmoid()
+        return gate * (ta + a * (1 - gate) * tb)
+
 
 def glu(input, dim):
     """``dim`` is non-negative and splits ``input`` into two equal halves."""
@@ -316,6 +335,15 @@ class PreluKernelBackward0(Node):
         g_w = (where(positive, zeros_like(grad), grad * x) if self._edges[1] is not None
                else None)
         return g_x, g_w
+
+    def jvp(self, t_x, t_w):
+        x, weight = self.saved_tensors
+        positive = x > 0
+        out = where(positive, t_x, t_x * weight) if t_x is not None else None
+        if t_w is not None:
+            term = where(positive, zeros_like(x), t_w * x)
+            out = term if out is None else out + term
+        return out
 
 
 def prelu_kernel(input, weight):
@@ -356,6 +384,9 @@ class RreluWithNoiseBackward0(Node):
     def backward(self, grad):
         (slopes,) = self.saved_tensors
         return (grad * slopes,)
+
+    def jvp(self, t):
+        return t * self.saved_tensors[0]
 
 
 def rrelu_with_noise(input, negative_slopes, training):

@@ -148,6 +148,9 @@ class ConjBackward0(Node):
     def backward(self, grad):
         return conj(grad)
 
+    def jvp(self, t):
+        return conj(t)  # R-linear: the conjugate of the tangent
+
 
 class ConjPhysicalBackward0(ConjBackward0):
     __slots__ = ()
@@ -309,6 +312,12 @@ class ComplexBackward0(Node):
     def backward(self, grad):
         return (real(grad) if self._edges[0] is not None else None,
                 imag(grad) if self._edges[1] is not None else None)
+
+    def jvp(self, t_real, t_imag):
+        like = t_real if t_real is not None else t_imag
+        t_real = t_real if t_real is not None else like.new_zeros(self._in_meta[0][0])
+        t_imag = t_imag if t_imag is not None else like.new_zeros(self._in_meta[1][0])
+        return complex(t_real, t_imag)
 
 
 def complex(real, imag, *, out=None):

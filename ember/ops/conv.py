@@ -410,6 +410,9 @@ class Im2ColBackward0(Node):
     def backward(self, grad):
         return col2im_op(grad, self.spatial, self.kernel, self.stride, self.pads, self.dilation)
 
+    def jvp(self, t):
+        return im2col_op(t, self.kernel, self.stride, self.pads, self.dilation)  # linear
+
 
 def im2col_op(input, kernel, stride, pads, dilation):
     """``F.unfold`` on an ``(N, C, *S)`` tensor: ``(N, C * prod(kernel), L)``; an unbatched
@@ -434,6 +437,9 @@ class Col2ImBackward0(Node):
     def backward(self, grad):
         return im2col_op(grad, self.kernel, self.stride, self.pads, self.dilation)
 
+    def jvp(self, t):
+        return col2im_op(t, self.spatial, self.kernel, self.stride, self.pads, self.dilation)
+
 
 def col2im_op(input, spatial, kernel, stride, pads, dilation):
     """``F.fold`` on an ``(N, C * prod(kernel), L)`` tensor: ``(N, C, *spatial)``; an
@@ -446,8 +452,8 @@ def col2im_op(input, spatial, kernel, stride, pads, dilation):
     data = col2im(xp, cols, batch, tuple(spatial), kernel, stride, pads, dilation)
     res = _wrap(data[0] if unbatched else data, input._dtype, input)
     if needs_grad(input):
-        record(Col2ImBackward0, (input,), res, kernel=kernel, stride=stride, pads=pads,
-               dilation=dilation)
+        record(Col2ImBackward0, (input,), res, spatial=tuple(spatial), kernel=kernel,
+               stride=stride, pads=pads, dilation=dilation)
     return res
 
 
@@ -464,6 +470,12 @@ class GatherDimsBackward(Node):
             shape[dim] = size
             grad = grad.new_zeros(shape).index_add(dim, index, grad)
         return (grad,)
+
+    def jvp(self, t):
+        # linear: the same gathers of the tangent
+        for dim, index, _ in self.gathers:
+            t = t.index_select(dim, index)
+        return t
 
 
 def gather_dims_node(name):
@@ -499,6 +511,9 @@ class ConstantPadNdBackward0(Node):
 
     def backward(self, grad):
         return constant_pad_nd(grad, tuple((-lo, -hi) for lo, hi in self.pads), 0)
+
+    def jvp(self, t):
+        return constant_pad_nd(t, self.pads, 0)  # the padding is constant: its tangent is 0
 
 
 _C_SCALAR_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",

@@ -588,6 +588,9 @@ class ToCopyBackward0(Node):
             grad = grad.real  # a real source gets the real part, without to()'s cast warning
         return grad.to(dtype=self.src_dtype, device=self.src_device)
 
+    def jvp(self, t):
+        return t.to(dtype=self.dst_dtype, device=self.dst_device)  # the same conversion
+
 
 class PinMemoryBackward0(Node):
     """``Tensor.pin_memory()``'s node (torch's derivative: ``self: grad``)."""
@@ -642,7 +645,8 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=None, **kwargs
         out = _wrap_with(data, dtype, device, backend)
     if ((_grad_state.enabled and self._requires_grad) or _dispatch._dual_active) and (
             dtype._kind >= 2) and needs_grad(self):
-        record(ToCopyBackward0, (self,), out, src_dtype=self._dtype, src_device=self._device)
+        record(ToCopyBackward0, (self,), out, src_dtype=self._dtype, src_device=self._device,
+               dst_dtype=out._dtype, dst_device=out._device)
     return out
 
 

@@ -46,6 +46,11 @@ class CummaxBackward0(Node):
             return grad
         return grad.new_zeros(grad.shape).scatter_add(self.dim, indices, grad)
 
+    def jvp(self, t):
+        # each output copies one input element: its tangent
+        (indices,) = self.saved_tensors
+        return t.gather(self.dim, indices) if t.ndim else t.clone()
+
 
 class CumminBackward0(CummaxBackward0):
     __slots__ = ()
@@ -115,6 +120,22 @@ class LogcumsumexpBackward0(Node):
         negative = log_of_part(-grad)
         up = (reversed_log_cumsum(positive - out) + x).exp()
         down = (reversed_log_cumsum(negative - out) + x).exp()
+        return up - down
+
+    def jvp(self, t):
+        # out_j's tangent is sum_{i <= j} exp(x_i - out_j) t_i: a forward log-space cumulative
+        # sum, again split into the tangent's positive and negative parts
+        x, out = self.saved_tensors
+        if x.ndim == 0:
+            return t.clone()
+        d = self.dim
+
+        def log_of_part(part):
+            outside = part <= 0
+            return part.masked_fill(outside, 1).log().masked_fill(outside, -math.inf)
+
+        up = (logcumsumexp(x + log_of_part(t), d) - out).exp()
+        down = (logcumsumexp(x + log_of_part(-t), d) - out).exp()
         return up - down
 
 

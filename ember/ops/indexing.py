@@ -407,6 +407,9 @@ class IndexBackward0(Node):
         return index_put(grad.new_zeros(self.in_shape), self.key, grad, accumulate=True,
                          _converted=True)
 
+    def jvp(self, t):
+        return getitem_converted(t, self.key)  # linear: the same elements of the tangent
+
 
 def getitem(input, key):
     nkey, basic = _convert_key(input, key)
@@ -512,6 +515,15 @@ class IndexPutBackward0(Node):
         if self._edges[1] is not None:
             g_value = getitem_converted(grad, key)
         return g_self, g_value
+
+    def jvp(self, t_self, t_value):
+        # the written tangent over the input's, as the write itself
+        if t_self is None:
+            t_self = t_value.new_zeros(self._in_meta[0][0])
+        if t_value is None:
+            return t_self.clone() if self.accumulate else index_put(t_self, self.key, 0.0,
+                                                                    _converted=True)
+        return index_put(t_self, self.key, t_value, accumulate=self.accumulate, _converted=True)
 
 
 def getitem_converted(t, nkey):
@@ -675,6 +687,16 @@ class ScatterBackward0(Node):
         if len(self._edges) > 1 and self._edges[1] is not None:
             g_src = _pad_to(grad.gather(d, index), self.src_shape)
         return (g_self, g_src)[:len(self._edges)]
+
+    def jvp(self, t_self, t_src=None):
+        # linear in (input, src) for a plain or adding scatter: the same scatter of the tangents
+        (index,) = self.saved_tensors
+        d = self.dim
+        if t_self is None:
+            t_self = t_src.new_zeros(self._in_meta[0][0])
+        if self.add:
+            return t_self.clone() if t_src is None else t_self.scatter_add(d, index, t_src)
+        return t_self.scatter(d, index, t_src if t_src is not None else 0.0)
 
 
 class ScatterBackward1(ScatterBackward0):
@@ -871,6 +893,13 @@ class MaskedFillBackward0(Node):
             g_val = (grad * mask.to(grad.dtype)).sum()
         return (g_self, g_val)[:len(self._edges)]
 
+    def jvp(self, t_self, t_value=None):
+        # the input's tangent where the mask is clear, the value's where it is set
+        (mask,) = self.saved_tensors
+        if t_self is None:
+            t_self = t_value.new_zeros(self._in_meta[0][0])
+        return masked_fill(t_self, mask, t_value if t_value is not None else 0.0)
+
 
 class MaskedFillBackward1(MaskedFillBackward0):
     """``masked_fill`` with a 0-d tensor value, which gets a gradient too (edges: input,
@@ -930,6 +959,9 @@ class MaskedSelectBackward0(Node):
     def backward(self, grad):
         return (masked_scatter(grad.new_zeros(self.shape), self.mask, grad),)
 
+    def jvp(self, t):
+        return masked_select(t, self.mask)  # linear
+
 
 def take_along_dim(input, indices, dim=None):
     if dim is None:  # PyTorch views (a non-viewable input raises view's error)
@@ -974,6 +1006,9 @@ class TakeBackward0(Node):
             numel *= n
         flat = self.index.reshape(-1).long() % builtins.max(numel, 1)
         return (grad.new_zeros((numel,)).index_add(0, flat, grad.reshape(-1)).reshape(self.shape),)
+
+    def jvp(self, t):
+        return take(t, self.index)  # linear
 
 
 def nonzero(input, *, as_tuple=False):
@@ -1038,6 +1073,13 @@ class IndexFillBackward0(Node):
             g_value = grad.index_select(d, unique).sum() if grad.ndim else grad.sum()
         return (g_self, g_value)[:len(self._edges)]
 
+    def jvp(self, t_self, t_value=None):
+        # the filled positions take the value's tangent
+        (index,) = self.saved_tensors
+        if t_self is None:
+            t_self = t_value.new_zeros(self._in_meta[0][0])
+        return index_fill(t_self, self.dim, index, t_value if t_value is not None else 0.0)
+
 
 class IndexFillBackward1(IndexFillBackward0):
     """``index_fill`` with a 0-d tensor value (edges: input, value); filling a number has
@@ -1083,6 +1125,14 @@ class IndexCopyBackward0(Node):
         if self._edges[1] is not None:
             g_source = (grad.index_select(d, index) if grad.ndim else grad).reshape(self.source_shape)
         return g_self, g_source
+
+    def jvp(self, t_self, t_source):
+        (index,) = self.saved_tensors
+        if t_self is None:
+            t_self = t_source.new_zeros(self._in_meta[0][0])
+        if t_source is None:
+            return t_self.index_fill(self.dim, index, 0) if t_self.ndim else t_self * 0
+        return index_copy(t_self, self.dim, index, t_source)
 
 
 def index_copy(input, dim, index, source):
@@ -1135,6 +1185,14 @@ class PutBackward0(Node):
         if self._edges[1] is not None:
             g_source = grad.reshape(-1).index_select(0, index.reshape(-1)).reshape(self.source_shape)
         return g_self, g_source
+
+    def jvp(self, t_self, t_source):
+        (index,) = self.saved_tensors
+        if t_self is None:
+            t_self = t_source.new_zeros(self._in_meta[0][0])
+        if t_source is None:
+            t_source = t_self.new_zeros(self.source_shape)
+        return put(t_self, index, t_source, accumulate=self.accumulate)
 
 
 def put(input, index, source, accumulate=False):
@@ -1189,6 +1247,14 @@ class MaskedScatterBackward0(Node):
                 taken = cat([taken, taken.new_zeros((numel - taken.numel(),))])
             g_source = taken.reshape(self.source_shape)
         return g_self, g_source
+
+    def jvp(self, t_self, t_source):
+        (mask,) = self.saved_tensors
+        if t_self is None:
+            t_self = t_source.new_zeros(self._in_meta[0][0])
+        if t_source is None:
+            return t_self.masked_fill(mask, 0)
+        return masked_scatter(t_self, mask, t_source)
 
 
 def masked_scatter(input, mask, source):
@@ -1277,6 +1343,33 @@ class ScatterReduceBackward0(Node):
         g_src = _pad_to(g_src, self.src_shape) if self._edges[1] is not None else None
         return g_self, g_src
 
+    def jvp(self, t_self, t_src):
+        # sum and mean are linear; amax/amin take the mean tangent over the elements equal to
+        # the result (the backward's even split); prod keeps the double-backward fallback
+        x, index, src, result = self.saved_tensors
+        d, reduce, include_self = self.dim, self.reduce, self.include_self
+        if reduce == "prod" or x.ndim == 0:
+            return NotImplemented
+        t_self = t_self if t_self is not None else x.new_zeros(x.shape)
+        region = tuple(slice(0, n) for n in index.shape)
+        t_src = t_src[region] if t_src is not None else src.new_zeros(src.shape)
+        if reduce in ("sum", "mean"):
+            if not include_self:
+                t_self = t_self.scatter(d, index, 0)
+            out = t_self.scatter_add(d, index, t_src)
+            if reduce == "sum":
+                return out
+            counts = (x.new_ones(x.shape) if include_self else x.new_zeros(x.shape))
+            counts = counts.scatter_add(d, index, src.new_ones(src.shape))
+            return out / counts.masked_fill(counts == 0, 1)
+        self_is_result = (x == result).to(t_self.dtype)
+        src_is_result = (src == result.gather(d, index)).to(t_self.dtype)
+        shares = self_is_result.scatter_add(d, index, src_is_result)
+        own = self_is_result * t_self
+        if not include_self:
+            own = own.scatter(d, index, 0)
+        return own.scatter_add(d, index, src_is_result * t_src) / shares
+
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     reduce = _REDUCTION_ALIASES.get(reduce, reduce)
@@ -1343,6 +1436,11 @@ class SortBackward0(Node):
         if grad is None:
             return None
         return grad.new_zeros(self.in_shape).scatter(self.dim, indices, grad)
+
+    def jvp(self, t):
+        # each value is one input element: its tangent, in the same order
+        (indices,) = self.saved_tensors
+        return t.gather(self.dim, indices) if t.ndim else t.clone()
 
 
 class SortBackward1(SortBackward0):  # the overload with ``stable``

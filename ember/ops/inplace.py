@@ -197,6 +197,10 @@ class CopyBackwards(Node):
         g_self = grad.new_zeros(grad.shape) if self._edges[0] is not None else None
         return g_self, grad
 
+    def jvp(self, t_self, t_src):
+        # the result is src's values: its tangent (the forward AD hand-off broadcasts and casts)
+        return t_src if t_src is not None else t_self.new_zeros(t_self.shape)
+
 
 class CopySlices(Node):
     """The base's new history after a view of it was written in place."""

@@ -291,6 +291,11 @@ class LinalgInvExBackward0(Node):
         inv_t = inverse.mT
         return -matmul(matmul(inv_t, grad), inv_t)
 
+    def jvp(self, t):
+        # d(A^-1) = -A^-1 dA A^-1
+        (inverse,) = self.saved_tensors
+        return -matmul(matmul(inverse, t), inverse)
+
 
 def _inverse_with_info(A):
     xp = A._backend.xp
@@ -376,6 +381,13 @@ class LinalgDetBackward0(Node):
         cofactors = orientation * matmul(U * (before * after).unsqueeze(-2), Vh)
         return grad.unsqueeze(-1).unsqueeze(-1) * cofactors
 
+    def jvp(self, t):
+        # det(A) tr(A^-1 dA); a singular matrix has no A^-1: the cofactor route of the backward
+        A, det_ = self.saved_tensors
+        if bool((det_ == 0).any()):
+            return NotImplemented
+        return det_ * solve(A, t).diagonal(0, -2, -1).sum(-1)
+
 
 def det(A, *, out=None):
     _check_matrix(A, "linalg.det", low="lu_cpu")
@@ -395,6 +407,13 @@ class LinalgSlogdetBackward0(Node):
             return None
         (A,) = self.saved_tensors
         return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+
+    def jvp(self, t):
+        # logabsdet moves by tr(A^-1 dA) (real A); the sign is piecewise constant
+        (A,) = self.saved_tensors
+        if A._dtype._kind == 3:
+            return NotImplemented
+        return None, solve(A, t).diagonal(0, -2, -1).sum(-1)
 
 
 def _slogdet(A, result_cls, name):
@@ -450,6 +469,24 @@ class LinalgSolveExBackward0(Node):
             gA = gA.mT if gA is not None else None
             gB = gB.mT
         return gA, gB
+
+    def jvp(self, tA, tB):
+        # dX = A^-1 (dB - dA X); X A = B is A^T X^T = B^T
+        A, X = self.saved_tensors
+        left = self.__dict__.get("left", True)
+        if not left:
+            A, X = A.mT, X.mT
+            tA, tB = (tA.mT if tA is not None else None), (tB.mT if tB is not None else None)
+        if self.vector:
+            X = X.unsqueeze(-1)
+            tB = tB.unsqueeze(-1) if tB is not None else None
+        rhs = -matmul(tA, X) if tA is not None else None
+        if tB is not None:
+            rhs = tB if rhs is None else rhs + tB
+        dX = solve(A, rhs)
+        if self.vector:
+            dX = dX.squeeze(-1)
+        return dX if left else dX.mT
 
 
 def _solve_is_vector(A, B):
@@ -567,6 +604,23 @@ class LinalgSolveTriangularBackward0(Node):
             gB = gB.mT
         return gA, gB
 
+    def jvp(self, tA, tB):
+        # dX = A^-1 (dB - dA X), dA read in A's triangle only (without a unit diagonal)
+        A, X = self.saved_tensors
+        upper, unit = self.upper, self.unitriangular
+        left = self.__dict__.get("left", True)
+        if not left:
+            A, X, upper = A.mT, X.mT, not upper
+            tA, tB = (tA.mT if tA is not None else None), (tB.mT if tB is not None else None)
+        rhs = None
+        if tA is not None:
+            offset = 1 if unit else 0
+            rhs = -matmul(tA.triu(offset) if upper else tA.tril(-offset), X)
+        if tB is not None:
+            rhs = tB if rhs is None else rhs + tB
+        dX = solve_triangular(A, rhs, upper=upper, unitriangular=unit)
+        return dX if left else dX.mT
+
 
 def _triangle(xp, a, upper, unitriangular):
     tri = xp.triu(a) if upper else xp.tril(a)
@@ -675,6 +729,20 @@ class LinalgCholeskyExBackward0(Node):
         gA = solve_triangular(L, left, upper=False, left=False)
         return 0.5 * (gA + gA.mT)
 
+    def jvp(self, t):
+        # dL = L Phi(L^-1 dA L^-T), Phi the lower triangle with the diagonal halved (real A)
+        (L,) = self.saved_tensors
+        upper = self.__dict__.get("upper")
+        if L._dtype._kind == 3:
+            return NotImplemented
+        if upper:
+            L = L.mT
+        left = solve_triangular(L, t, upper=False)
+        inner = solve_triangular(L, left.mT, upper=False).mT
+        phi = inner.tril() - 0.5 * inner.diagonal(0, -2, -1).diag_embed()
+        dL = matmul(L, phi)
+        return dL.mT if upper else dL
+
 
 def _cholesky(A, upper, check_errors, name="linalg.cholesky"):
     _check_matrix(A, name, low="cholesky_cpu")
@@ -746,6 +814,16 @@ class CholeskySolveBackward0(Node):
             common = common + common.mT
             gL = -(matmul(L, common) if self.upper else matmul(common, L))
         return gB, gL
+
+    def jvp(self, tB, tL):
+        # dX = K^-1 (dB - dK X), K = L L^T (or U^T U) with L read as the backward reads it
+        L, X = self.saved_tensors
+        rhs = tB
+        if tL is not None:
+            dK = matmul(tL.mT, L) if self.upper else matmul(tL, L.mT)
+            term = -matmul(dK + dK.mT, X)
+            rhs = term if rhs is None else rhs + term
+        return cholesky_solve(rhs, L, self.upper)
 
 
 def cholesky_solve(input, input2, upper=False, *, out=None):
@@ -1152,6 +1230,20 @@ class LinalgQrBackward0(Node):
         gY = matmul(Q, gV) if gV is not None else Y.detach() * 0
         return cat([gX, gY], -1)
 
+    def jvp(self, t):
+        # real A, m >= n: with dX = Q^T dA R^-1 and dC = Q^T dQ its skew part built from the
+        # strict lower triangle, dR = (dX - dC) R and dQ = dA R^-1 - Q (dX - dC)
+        Q, R = self.saved_tensors
+        m, n = self.shape
+        if self.mode == "r" or Q._dtype._kind == 3 or m < n or (
+                self.mode == "complete" and m > n):
+            return NotImplemented  # the fallback (or the backward's error)
+        t_Rinv = solve_triangular(R, t, upper=True, left=False)
+        dX = matmul(Q.mT, t_Rinv)
+        low = dX.tril(-1)
+        upper = dX - (low - low.mT)
+        return t_Rinv - matmul(Q, upper), matmul(upper, R)
+
 
 def _qr(A, mode, result_cls):
     if mode not in ("reduced", "complete", "r"):
@@ -1389,6 +1481,34 @@ class LinalgSvdBackward0(Node):
             gA = gA + matmul(U, ((gV - matmul(V, VtgV)) / S.unsqueeze(-2)).mT)
         return gA
 
+    def jvp(self, t):
+        # real A, m >= n (else on A^T = V S U^T): with dP = U^T dA V and E as above,
+        # dS = diag(dP), dU = U (dP S + S dP^T) / E + (I - U U^T) dA V S^-1,
+        # dV = V (S dP + dP^T S) / E, the diagonals of both quotients 0
+        U, S, Vh = self.saved_tensors
+        m, n = U.shape[-2], Vh.shape[-1]
+        if U._dtype._kind == 3 or (self.full_matrices and m != n):
+            return NotImplemented
+        transposed = m < n
+        if transposed:
+            U, Vh, t = Vh.mT, U.mT, t.mT
+        V = Vh.mT
+        k = S.shape[-1]
+        eye = _eye(S, k)
+        tV = matmul(t, V)
+        dP = matmul(U.mT, tV)
+        S2 = S * S
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye
+        dPS = dP * S.unsqueeze(-2)
+        SdP = S.unsqueeze(-1) * dP
+        dU = matmul(U, (dPS + dPS.mT) / E * (1 - eye))
+        dV = matmul(V, (SdP + SdP.mT) / E * (1 - eye))
+        if U.shape[-2] > k:
+            dU = dU + (tV - matmul(U, dP)) / S.unsqueeze(-2)
+        if transposed:
+            dU, dV = dV, dU
+        return dU, dP.diagonal(0, -2, -1), dV.mT
+
 
 def _svd_arrays(A, full_matrices, name="linalg.svd"):
     xp = A._backend.xp
@@ -1481,6 +1601,17 @@ class LinalgEighBackward0(Node):
             VtgV = matmul(V.mT, gV)
             inner = inner + 0.5 * (VtgV - VtgV.mT) / E
         return matmul(matmul(V, inner), V.mT)
+
+    def jvp(self, t):
+        # with P = V^T dA V: dL = diag(P), dV = V (P / E) off the diagonal, E_ij = L_j - L_i
+        L, V = self.saved_tensors
+        if V._dtype._kind == 3:
+            return NotImplemented
+        P = matmul(matmul(V.mT, t), V)
+        n = L.shape[-1]
+        eye = _eye(L, n)
+        E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye
+        return P.diagonal(0, -2, -1), matmul(V, P * (1 - eye) / E)
 
 
 def _check_uplo(UPLO):
@@ -1652,6 +1783,17 @@ class LinalgPinvBackward0(Node):
         PtK = matmul(P.mT, K)
         return (-matmul(K, P).mT + PtK - matmul(matmul(PtK, P), A)
                 + matmul(Gt - matmul(A, K), matmul(P, P.mT)))
+
+    def jvp(self, t):
+        # where the rank is locally constant (real A):
+        # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+        A, P = self.saved_tensors
+        if A._dtype._kind == 3:
+            return NotImplemented
+        tT = t.mT
+        return (-matmul(matmul(P, t), P)
+                + matmul(matmul(P, P.mT), tT - matmul(matmul(tT, A), P))
+                + matmul(tT - matmul(P, matmul(A, tT)), matmul(P.mT, P)))
 
 
 def _pinv(A, atol, rtol, hermitian):
@@ -1877,6 +2019,14 @@ class LinalgMatrixExpBackward0(Node):
         bottom = cat([grad * 0, At], -1)
         return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
 
+    def jvp(self, t):
+        # d exp at A along dA: the upper-right block of exp([[A, dA], [0, A]])
+        (A,) = self.saved_tensors
+        n = A.shape[-1]
+        top = cat([A, t], -1)
+        bottom = cat([t * 0, A], -1)
+        return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
+
 
 def matrix_exp(A):
     _check_matrix(A, "linalg.matrix_exp")
@@ -1993,6 +2143,13 @@ class LinalgCrossBackward0(Node):
         ga = _linalg_cross(b, grad, dim=self.dim) if self._edges[0] is not None else None
         gb = _linalg_cross(grad, a, dim=self.dim) if self._edges[1] is not None else None
         return ga, gb
+
+    def jvp(self, ta, tb):
+        a, b = self.saved_tensors
+        terms = [_linalg_cross(ta, b, dim=self.dim) if ta is not None else None,
+                 _linalg_cross(a, tb, dim=self.dim) if tb is not None else None]
+        terms = [x for x in terms if x is not None]
+        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
 
 def _linalg_cross(input, other, *, dim=-1, out=None):
@@ -2265,6 +2422,9 @@ class TraceBackward0(Node):
         from .. import ops
         eye = ops.eye(rows, cols, dtype=grad.dtype, device=grad.device)
         return (eye * grad,)
+
+    def jvp(self, t):
+        return t.diagonal().sum()  # linear: the trace of the tangent
 
 
 # ``ember.linalg`` spellings that differ from the top-level functions of the same name.

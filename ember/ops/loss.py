@@ -223,6 +223,10 @@ class SoftMarginLossBackward0(Node):
         d = -target * (input * target).neg().sigmoid()
         return (d * _upstream(grad, self.reduction, d.numel()),)
 
+    def jvp(self, t):
+        input, target = self.saved_tensors
+        return _reduce(-target * (input * target).neg().sigmoid() * t, self.reduction)
+
 
 def soft_margin_loss(input, target, reduction):
     """``target`` must not require grad."""
@@ -254,6 +258,21 @@ class MultiMarginLossBackward0(Node):
         coef = coef * (upstream / x.shape[1])
         g = coef.scatter_add(1, y, -coef.sum(1, keepdim=True))
         return (g.reshape(self.in_shape),)
+
+    def jvp(self, t):
+        # each active hinge moves by dx[j] - dx[y], times its coefficient
+        (x,) = self.saved_tensors
+        y, own_class = self.target, self.own_class
+        t = t.reshape(x.shape)
+        hinge = self.margin - x.gather(1, y) + x
+        active = (hinge > 0) & ~own_class
+        coef = where(active, hinge * 2, zeros_like(x)) if self.p == 2 else active.to(x.dtype)
+        if self.target_weights is not None:
+            coef = coef * self.target_weights.unsqueeze(1)
+        loss = ((coef * t).sum(1) - coef.sum(1) * t.gather(1, y).squeeze(1)) / x.shape[1]
+        if len(self.in_shape) <= 1:
+            loss = loss.reshape(())
+        return _reduce(loss, self.reduction)
 
 
 def multi_margin_loss(input, x, y, p, margin, target_weights, reduction):

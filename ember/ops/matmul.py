@@ -284,7 +284,7 @@ def _broadcast_batch(a_batch, b_batch):
         if x != y and 1 not in (x, y):
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
                                f"at non-singleton dimension {i}")
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)  # not max(): a size 1 broadcasts to a size 0 too
     return out
 
 

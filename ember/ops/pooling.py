@@ -36,6 +36,14 @@ class MaxPoolBackward0(Node):
                        grad.reshape(lead + (outputs,)))
         return flat.reshape(lead + self.spatial)
 
+    def jvp(self, t):
+        # each maximum moves with its input element: the tangent gathered at the indices
+        lead = tuple(t.shape[:t.ndim - len(self.spatial)])
+        out_shape = tuple(self.indices.shape)
+        picked = t.reshape(lead + (math.prod(self.spatial),)).gather(
+            len(lead), self.indices.reshape(lead + (math.prod(out_shape[len(lead):]),)))
+        return picked.reshape(out_shape)
+
 
 # PyTorch's names for the kernels: 1-d pooling runs the 2-d kernel on an unsqueezed input.
 class MaxPool2DWithIndicesBackward0(MaxPoolBackward0):
@@ -194,6 +202,13 @@ class AvgPool2DBackward0(Node):
         spread = convolution_input_grad(planes, self.ones, self.spatial, self.params)
         return (spread.reshape(lead + self.spatial),)
 
+    def jvp(self, t):
+        # linear: the same window means of the tangent
+        lead = tuple(t.shape[:t.ndim - len(self.spatial)])
+        sums = convolution(t.reshape((math.prod(lead), 1) + self.spatial), self.ones, None,
+                           self.params)
+        return sums.reshape(lead + tuple(sums.shape[2:])) / self.divisor
+
 
 class AvgPool3DBackward0(AvgPool2DBackward0):
     __slots__ = ()
@@ -250,6 +265,9 @@ class SeparableMapBackward(Node):
     def backward(self, grad):
         return (apply_along_spatial(grad, [m.mT for m in self.matrices]),)
 
+    def jvp(self, t):
+        return apply_along_spatial(t, self.matrices)  # linear: the map itself
+
 
 class AdaptiveAvgPool2DBackward0(SeparableMapBackward):
     __slots__ = ()
@@ -287,6 +305,13 @@ class MaxUnpool2DBackward0(Node):
         picked = grad.reshape(lead + (-1,)).gather(len(lead), self.indices)
         return (picked.reshape(self.in_shape),)
 
+    def jvp(self, t):
+        # linear: the tangent scattered to the same places
+        lead = tuple(self.indices.shape[:-1])
+        flat = t.new_zeros(lead + (math.prod(self.out_spatial),))
+        return flat.scatter(len(lead), self.indices, t.reshape(lead + (-1,))).reshape(
+            lead + self.out_spatial)
+
 
 class MaxUnpool3DBackward0(MaxUnpool2DBackward0):
     __slots__ = ()
@@ -312,7 +337,8 @@ def max_unpool_nd(input, indices, out_shape):
         out = out.reshape(lead + tuple(out_shape))
     if needs_grad(input):
         node = MaxUnpool2DBackward0 if n == 2 else MaxUnpool3DBackward0
-        record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape))
+        record(node, (input,), out, indices=flat_indices, in_shape=tuple(input.shape),
+               out_spatial=tuple(out_shape))
     return out
 
 

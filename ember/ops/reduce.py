@@ -214,6 +214,10 @@ class ProdBackward1(Node):
         inverse = sorted(range(x.ndim), key=order.__getitem__)
         return g * others.permute(inverse)
 
+    def jvp(self, t):
+        # sum_i t_i * prod_{j != i} x_j, the products of the others as the backward builds them
+        return _weighted_reduce_jvp(self, t, self.saved_tensors[0])
+
 
 def _prod_others(x, d):
     """For each element, the product of the other elements along ``d``: the exclusive
@@ -226,6 +230,20 @@ def _prod_others(x, d):
     left = cat([ones, x.narrow(d, 0, n - 1)], d).cumprod(d)
     right = cat([ones, x.flip(d).narrow(d, 0, n - 1)], d).cumprod(d).flip(d)
     return left * right
+
+
+def _weighted_reduce_jvp(node, t, x):
+    """Forward derivative of a reduction in which each input element feeds one output only:
+    the backward of ones gives each element's partial derivative, and the JVP is the
+    tangent's sum over the reduced dims weighted by them (one backward, no double backward)."""
+    weights = node.backward(x.new_ones(_reduced_shape(x.shape, node.axes, node.keepdim)))
+    if isinstance(weights, tuple):
+        weights = weights[0]
+    if weights is None:  # a step function (the 0-norm): no derivative flows
+        weights = t * 0
+    if not node.axes:
+        return t * weights
+    return (t * weights).sum(node.axes, keepdim=node.keepdim)
 
 
 def _ones_slice(x, d):
@@ -266,6 +284,10 @@ class AmaxBackward0(Node):
         mask = (x == _expand_back(out, x.shape, axes, keepdim)).to(grad.dtype)
         count = mask.sum(axes, keepdim=True)
         return _expand_back(grad, x.shape, axes, keepdim) * mask / count
+
+    def jvp(self, t):
+        # PyTorch's amax/amin forward derivative: the mean of the tangent over the ties
+        return _weighted_reduce_jvp(self, t, self.saved_tensors[0])
 
 
 # PyTorch's node names for the same rule, by the public function that recorded it.
@@ -311,6 +333,16 @@ class MaxBackward0(Node):
             grad = grad.unsqueeze(d)
             idx = idx.unsqueeze(d)
         return grad.new_zeros(self.in_shape).scatter(d, idx, grad)
+
+    def jvp(self, t):
+        # the selected element's tangent
+        (idx,) = self.saved_tensors
+        if not self.in_shape:
+            return t.clone()
+        d = self.dim
+        if not self.keepdim:
+            return t.gather(d, idx.unsqueeze(d)).squeeze(d)
+        return t.gather(d, idx)
 
 
 class MinBackward0(MaxBackward0):
@@ -413,6 +445,10 @@ class VarBackward0(Node):
         (x,) = self.saved_tensors
         return _var_backward(self, grad, x)
 
+    def jvp(self, t):
+        # 2 <x - mean, t> / dof over the reduced dims
+        return _weighted_reduce_jvp(self, t, self.saved_tensors[0])
+
 
 class StdBackward0(Node):
     """std = sqrt(var): the var gradient of grad / (2 std), taken as 0 where std is 0."""
@@ -421,6 +457,10 @@ class StdBackward0(Node):
     def backward(self, grad):
         x, out = self.saved_tensors
         return _var_backward(self, (grad / (out * 2)).masked_fill(out == 0, 0.0), x)
+
+    def jvp(self, t):
+        # var's derivative over 2 std
+        return _weighted_reduce_jvp(self, t, self.saved_tensors[0])
 
 
 def _var_backward(node, grad, x):
@@ -497,6 +537,14 @@ class PairBackward(Node):
                 total = g if total is None else total + g
         return total
 
+    def jvp(self, t):
+        # each result's own forward derivative
+        parts = tuple(getattr(part, "jvp", None) for part in self.parts)
+        if any(j is None for j in parts):
+            return NotImplemented
+        results = tuple(j(t) for j in parts)
+        return NotImplemented if any(r is NotImplemented for r in results) else results
+
     def release(self):
         super().release()
         for part in self.parts:
@@ -558,6 +606,12 @@ class LinalgVectorNormBackward0(Node):
         if p == 2:
             return (g * x / safe).masked_fill(zero, 0.0)
         return (g * x.sign() * x.abs().pow(p - 1) / safe.pow(p - 1)).masked_fill(zero, 0.0)
+
+    def jvp(self, t):
+        x = self.saved_tensors[0]
+        if x._dtype._kind == 3:  # a complex input's norm is not holomorphic: no weights
+            return NotImplemented
+        return _weighted_reduce_jvp(self, t, x)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
@@ -780,6 +834,9 @@ class CumsumBackward0(Node):
         d = self.dim
         return grad.flip(d).cumsum(d).flip(d)
 
+    def jvp(self, t):
+        return t.cumsum(self.dim) if t.ndim else t.clone()  # linear
+
 
 def _scan(input, dim, dtype, fn, node_cls, save):
     d = wrap_dim(dim, input._data.ndim)
@@ -819,6 +876,15 @@ class CumprodBackward0(Node):
             after = cat([ones, x.narrow(d, i + 1, n - i - 1)], d).cumprod(d)
             cols.append((grad.narrow(d, i, n - i) * after * before).sum(d, keepdim=True))
         return cat(cols, d)
+
+    def jvp(self, t):
+        # d out_j = out_j * sum_{k <= j} t_k / x_k; with a zero in x that ratio does not exist
+        x, out = self.saved_tensors
+        if x.ndim == 0:
+            return t.clone()
+        if bool((x == 0).any()):
+            return NotImplemented
+        return out * (t / x).cumsum(self.dim)
 
 
 def cumprod(input, dim, *, dtype=None):

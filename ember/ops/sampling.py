@@ -340,6 +340,9 @@ class PixelShuffleBackward0(Node):
     def backward(self, grad):
         return (pixel_unshuffle(grad, self.factor),)
 
+    def jvp(self, t):
+        return pixel_shuffle(t, self.factor)  # a permutation: the same one of the tangent
+
 
 class PixelUnshuffleBackward0(Node):
     __slots__ = ()
@@ -347,12 +350,18 @@ class PixelUnshuffleBackward0(Node):
     def backward(self, grad):
         return (pixel_shuffle(grad, self.factor),)
 
+    def jvp(self, t):
+        return pixel_unshuffle(t, self.factor)
+
 
 class ChannelShuffleBackward0(Node):
     __slots__ = ()
 
     def backward(self, grad):
         return (channel_shuffle(grad, grad.shape[1] // self.groups),)
+
+    def jvp(self, t):
+        return channel_shuffle(t, self.groups)
 
 
 def _shuffled(node, input, shuffle, **attrs):

@@ -136,6 +136,9 @@ class ViewBackward0(Node):
 class UnsafeViewBackward0(ViewBackward0):
     __slots__ = ()
 
+    def jvp(self, t):
+        return t.reshape(self.out_shape)  # linear: the same reshape of the tangent
+
 
 def unsafe_view(input, shape, node=UnsafeViewBackward0):
     """ATen's ``_unsafe_view`` (and the in-place reshapes its composites apply to their own
@@ -143,7 +146,7 @@ def unsafe_view(input, shape, node=UnsafeViewBackward0):
     view, so it has no view bookkeeping and one ``node`` over ``input``."""
     out = _wrap(input._data.reshape(shape), input._dtype, input)
     if _needs(input):
-        record(node, (input,), out, in_shape=input._data.shape)
+        record(node, (input,), out, in_shape=input._data.shape, out_shape=out._data.shape)
     return out
 
 
@@ -214,7 +217,8 @@ def reshape(input, *shape_args, shape=None):
             return _wrap(input._data.reshape(shape), input._dtype, input)
         copy = clone(input, memory_format=_mf.contiguous_format)
         out = _wrap(copy._data.reshape(shape), input._dtype, input)
-        record(UnsafeViewBackward0, (copy,), out, in_shape=copy._data.shape)
+        record(UnsafeViewBackward0, (copy,), out, in_shape=copy._data.shape,
+               out_shape=out._data.shape)
         return out
     out = make_view(input, data, lambda t: t.reshape(shape))
     if _needs(input):
@@ -567,6 +571,10 @@ class ScatterIntoViewBackward(Node):
     def backward(self, grad):
         return self.replay(grad)
 
+    def jvp(self, t):
+        # linear: the tangent written into zeros at the same region
+        return scatter_into_view(t, self.base_shape, self.replay)
+
 
 class DiagEmbedBackward0(ScatterIntoViewBackward):
     __slots__ = ()
@@ -581,7 +589,7 @@ def scatter_into_view(grad, base_shape, replay, node=ScatterIntoViewBackward):
         region = replay(z)
     region._data[...] = grad._data
     if _needs(grad):
-        record(node, (grad,), z, replay=replay)
+        record(node, (grad,), z, replay=replay, base_shape=tuple(base_shape))
     return z
 
 
@@ -708,6 +716,9 @@ class UnbindBackward0(Node):
         grads = [g if g is not None else ref * 0 for g in grads]
         return stack(grads, self.dim)
 
+    def jvp(self, t):
+        return t.unbind(self.dim)  # each piece's tangent is the same piece of the tangent
+
 
 def split(input, split_size_or_sections, dim=0):
     nd = input._data.ndim
@@ -756,6 +767,9 @@ class SplitBackward0(Node):
                 g = ref.new_zeros(shape)
             full.append(g)
         return cat(full, self.dim)
+
+    def jvp(self, t):
+        return t.split(list(self.sizes), self.dim)
 
 
 class SplitWithSizesBackward0(SplitBackward0):
@@ -1051,6 +1065,9 @@ class FlipBackward0(Node):
     def backward(self, grad):
         return grad.flip(self.dims)
 
+    def jvp(self, t):
+        return t.flip(self.dims)  # a permutation: the same one of the tangent
+
 
 def flip(input, *dims):
     dims = wrap_dims(_shape_arg(dims), input._data.ndim)
@@ -1083,6 +1100,9 @@ class RollBackward0(Node):
     def backward(self, grad):
         shifts = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
         return grad.roll(shifts, self.dims)
+
+    def jvp(self, t):
+        return t.roll(self.shifts, self.dims)
 
 
 def roll(input, shifts, dims=None):
@@ -1121,6 +1141,9 @@ class RepeatBackward0(Node):
         g = grad.reshape(split_shape)
         g = g.sum(tuple(range(0, 2 * len(reps), 2)))
         return g.reshape(in_shape)
+
+    def jvp(self, t):
+        return t.repeat(self.repeats)  # linear
 
 
 def repeat(input, *repeats_args, repeats=None):
@@ -1184,6 +1207,9 @@ class TrilBackward0(Node):
 
     def backward(self, grad):
         return grad.tril(self.k) if self.lower else grad.triu(self.k)
+
+    def jvp(self, t):
+        return t.tril(self.k) if self.lower else t.triu(self.k)  # linear: a mask
 
 
 class TriuBackward0(TrilBackward0):
@@ -1389,6 +1415,9 @@ class Rot90Backward0(Node):
 
     def backward(self, grad):
         return (rot90(grad, -self.k, self.dims),)
+
+    def jvp(self, t):
+        return rot90(t, self.k, self.dims)
 
 
 

@@ -83,6 +83,12 @@ class MedianBackward0(Node):
         mask = mask.to(grad.dtype)
         return mask * (grad / mask.sum())
 
+    def jvp(self, t):
+        # the tangent's mean over the elements the backward shares the gradient between
+        x, out = self.saved_tensors
+        mask = ((x == out) | (x.isnan() & out.isnan())).to(t.dtype)
+        return (mask * t).sum() / mask.sum()
+
 
 class NanmedianBackward0(MedianBackward0):
     __slots__ = ()

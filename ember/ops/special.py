@@ -453,6 +453,9 @@ class PolygammaBackward0(Node):
         (x,) = self.saved_tensors
         return grad * polygamma(self.n + 1, x)
 
+    def jvp(self, t):
+        return t * polygamma(self.n + 1, self.saved_tensors[0])
+
 
 def polygamma(n, input=None, *, out=None):
     # ``Tensor.polygamma(n)`` and ``Tensor.polygamma_(n)`` call this with the tensor first.
@@ -671,6 +674,18 @@ class SpecialXlog1PyBackward0(Node):
         return tuple(g for g, wanted in ((gx, 0 in self.operands), (gy, 1 in self.operands))
                      if wanted)
 
+    def jvp(self, *tangents):
+        # d(x log1p(y)) = log1p(y) dx + x / (1 + y) dy
+        x, y = self.saved_tensors
+        tx, ty = dict(zip(self.operands, tangents)).get(0), dict(zip(self.operands, tangents)).get(1)
+        out = None
+        if tx is not None:
+            out = xlog1py(tx, y).masked_fill((x == 0) & (y <= -1), 0.0)
+        if ty is not None:
+            term = ty * x / (y + 1)
+            out = term if out is None else out + term
+        return out
+
     operands = (0, 1)  # which of (x, y) have an edge, in order
 
     @property
@@ -819,6 +834,14 @@ class IgammaBackward0(Node):
         # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a); Q = 1 - P.
         density = ops.exp(ops.xlogy(a - 1, x) - x - ops.lgamma(a))
         return None, grad * (-density if self.upper else density)
+
+    def jvp(self, t_a, t_x):
+        if t_a is not None:  # as PyTorch, no derivative in a: the fallback raises its error
+            return NotImplemented
+        a, x = self.saved_tensors
+        from .. import ops
+        density = ops.exp(ops.xlogy(a - 1, x) - x - ops.lgamma(a))
+        return t_x * (-density if self.upper else density)
 
 
 class IgammacBackward0(IgammaBackward0):

@@ -195,6 +195,10 @@ class FftC2CBackward0(Node):
     def backward(self, grad):
         return _fft_c2c(grad, self.dim, self.normalization, not self.forward)
 
+    def jvp(self, t):
+        # every transform is linear: its tangent is the same transform of the input's
+        return _fft_c2c(t, self.dim, self.normalization, self.forward)
+
 
 def _fft_c2c(input, dim, normalization, forward):
     """The complex transform of ``input`` (complex) along the dims ``dim``."""
@@ -231,6 +235,9 @@ class FftR2CBackward0(Node):
                 pads[dim[-1]] = (0, missing)
                 grad = constant_pad_nd(grad, tuple(pads), 0)
         return _fft_c2c(grad, dim, self.normalization, False)
+
+    def jvp(self, t):
+        return _fft_r2c(t, self.dim, self.normalization, self.onesided)
 
 
 def _fft_r2c(input, dim, normalization, onesided):
@@ -272,6 +279,9 @@ class FftC2RBackward0(Node):
             g = g * _wrap(scale, real, g)
         return g
 
+    def jvp(self, t):
+        return _fft_c2r(t, self.dim, self.normalization, self.last_dim_size)
+
 
 def _fft_c2r(input, dim, normalization, last_dim_size):
     """The real inverse transform of the one-sided spectrum ``input`` (complex, ``n // 2 + 1``
@@ -289,7 +299,8 @@ def _fft_c2r(input, dim, normalization, last_dim_size):
         data = data.astype(rd.np)
     res = _wrap(data, rd, input)
     if needs_grad(input):
-        record(FftC2RBackward0, (input,), res, dim=list(dim), normalization=normalization)
+        record(FftC2RBackward0, (input,), res, dim=list(dim), normalization=normalization,
+               last_dim_size=last_dim_size)
     return res
 
 
