@@ -1,9 +1,9 @@
 """torch.func's forward-mode transforms: ``jvp``, ``jacfwd``, ``linearize`` and ``hessian``,
 built on ``ember.autograd.forward_ad`` (dual tensors). ``ember.func`` re-exports them.
 
-``jacfwd`` pushes one basis tangent per input element through the function, one after the
-other: torch batches those with ``vmap``, which does not yet carry tangents through a dual
-level here, so the columns are computed one forward pass each (same values, more passes).
+``jacfwd`` is ``vmap`` of ``jvp`` over the basis tangents, as torch's: inside ``vmap`` a dual
+tensor's tangent may be a ``BatchedTensor`` (its primal is not), so each op's forward
+derivative runs once through the batching rules for every column at once.
 Levels do not nest (as torch.autograd.forward_ad), so ``jvp(jvp(f))`` and ``jacfwd(jacfwd(f))``
 raise; ``jacfwd(jacrev(f))`` (``hessian``) works, forward over reverse.
 """
@@ -125,72 +125,120 @@ def _argnums_tuple(argnums, n):
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by forward-mode AD, as
     ``torch.func.jacfwd``: for an output of shape ``O`` and an input of shape ``I``, a tensor
-    of shape ``O + I``. Columns are computed one basis tangent at a time (see the module
-    docstring), so ``randomness`` is only validated: a random op inside ``func`` draws anew
-    for every column (torch's ``"different"``), where torch's vmap would refuse it under
-    ``"error"``."""
+    of shape ``O + I``. As torch does, it is ``vmap`` of ``jvp`` over the basis tangents (the
+    rows of an identity), so every column comes from one batched forward pass; ``randomness``
+    is vmap's. A function vmap cannot batch (an op without a batched forward derivative)
+    falls back to one forward pass per column."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
 
     def wrapper(*args):
-        from ..ops import stack
         nums = _argnums_tuple(argnums, len(args))
         diff = [args[a] for a in nums]
         flat_diff, diff_spec = _flatten(tuple(diff))
+        for p in flat_diff:
+            if not isinstance(p, Tensor):
+                raise RuntimeError(f"Expected tensors, got unsupported type {type(p)}")
         sizes = [p.numel() for p in flat_diff]
 
-        def run(tangent_leaves):
-            tangents = list(_unflatten(tangent_leaves, diff_spec))
-            primals = tuple(diff)
+        def run(*tangent_leaves):
+            tangents = tuple(_unflatten(list(tangent_leaves), diff_spec))
 
             def partial(*ps):
                 call = list(args)
                 for a, p in zip(nums, ps):
                     call[a] = p
                 return func(*call)
-            return jvp(partial, primals, tuple(tangents), has_aux=has_aux)
+            res = jvp(partial, tuple(diff), tangents, has_aux=has_aux)
+            out_flat, out_spec = _flatten(res[0])
+            holder["spec"] = out_spec
+            tangent_flat = tuple(_flatten(res[1])[0])
+            return (tuple(out_flat), tangent_flat) + ((res[2],) if has_aux else ())
 
-        columns = []
-        base_out = None
-        for j, p in enumerate(flat_diff):
-            for k in range(sizes[j]):
-                leaves = [q.new_zeros(q.shape) for q in flat_diff]
-                leaves[j].view(-1)[k] = 1
-                res = run(leaves)
-                base_out = res
-                columns.append((j, res[1]))
-        if base_out is None:  # every input empty: evaluate once for the output's structure
-            base_out = run([q.new_zeros(q.shape) for q in flat_diff])
-        out_leaves, out_spec = _flatten(base_out[0])
-        # jac[out i][input j] of shape out_i.shape + in_j.shape
+        holder = {}
+        total = sum(sizes)
+        columns = None
+        if total:
+            columns = _batched_columns(run, flat_diff, sizes, total, has_aux, randomness)
+        if columns is None:
+            columns = _looped_columns(run, flat_diff, sizes, total)
+        out_flat, tangents = columns[0], columns[1]  # tangents[i]: (total, *out_i.shape)
         per_out = []
-        for i, o in enumerate(out_leaves):
-            per_in = []
-            for j, p in enumerate(flat_diff):
-                cols = [_flatten(t)[0][i] for jj, t in columns if jj == j]
-                if cols:
-                    jac = stack(cols, dim=-1).reshape(tuple(o.shape) + tuple(p.shape))
-                else:
-                    jac = o.new_zeros(tuple(o.shape) + tuple(p.shape))
-                per_in.append(jac)
+        for o, t in zip(out_flat, tangents):
+            per_in, start = [], 0
+            for p, n in zip(flat_diff, sizes):
+                block = t.narrow(0, start, n) if n else t.new_zeros((0,) + tuple(o.shape))
+                start += n
+                per_in.append(block.movedim(0, -1).reshape(tuple(o.shape) + tuple(p.shape)))
             per_in = _unflatten(per_in, diff_spec)
             per_out.append(per_in if isinstance(argnums, tuple) else per_in[0])
-        jac = _unflatten(per_out, out_spec)
+        jac = _unflatten(per_out, holder["spec"])
         if has_aux:
-            return jac, base_out[2]
+            return jac, columns[2]
         return jac
     return wrapper
+
+
+def _basis(flat_diff, sizes, total):
+    """Row k of the identity, split into one tangent per input: ``total`` tangents at once."""
+    from ..ops import eye
+    out, start = [], 0
+    for p, n in zip(flat_diff, sizes):
+        rows = eye(total, dtype=p.dtype, device=p.device).narrow(1, start, n)
+        out.append(rows.reshape((total,) + tuple(p.shape)))
+        start += n
+    return out
+
+
+def _batched_columns(run, flat_diff, sizes, total, has_aux, randomness):
+    from .vmap import vmap
+    out_dims = (None, 0, None) if has_aux else (None, 0)
+    try:
+        return vmap(run, out_dims=out_dims, randomness=randomness)(
+            *_basis(flat_diff, sizes, total))
+    except RuntimeError as exc:
+        # an op whose forward derivative reads a tangent's array (no batching rule on that
+        # path): the same columns, one forward pass each
+        if "has no batching rule" not in str(exc):
+            raise
+        return None
+
+
+def _looped_columns(run, flat_diff, sizes, total):
+    from ..ops import stack
+    if not total:  # every input empty: evaluate once for the output's structure
+        res = run(*[q.new_zeros(q.shape) for q in flat_diff])
+        empty = tuple(o.new_zeros((0,) + tuple(o.shape)) for o in res[0])
+        return (res[0], empty) + tuple(res[2:])
+    basis = _basis(flat_diff, sizes, total)
+    results = [run(*[b[k] for b in basis]) for k in range(total)]
+    tangents = tuple(stack([r[1][i] for r in results]) for i in range(len(results[0][1])))
+    return (results[0][0], tangents) + tuple(results[0][2:])
 
 
 # ---- linearize ------------------------------------------------------------------------------
 def linearize(func, *primals):
     """``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the Jacobian-vector product
-    at ``primals``, as ``torch.func.linearize``. Torch traces the linear function once; here
-    each ``jvp_fn`` call runs ``func`` forward again with dual tensors (same values)."""
+    at ``primals``, as ``torch.func.linearize``: the jvp is traced once with ``make_fx`` (the
+    tangents the graph's inputs, everything computed from the primals its constants) and
+    ``jvp_fn`` replays that graph, so ``func`` runs once, here."""
+    from ..fx.experimental.proxy_tensor import make_fx
     frozen = tuple(p.detach() if isinstance(p, Tensor) else p for p in primals)
-    output = func(*primals)
     flat_p, p_spec = _flatten(frozen)
+    for p in flat_p:
+        if not isinstance(p, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(p)}")
+    captured = {}
+
+    def tangent_fn(*flat_t):
+        out, tangents_out = jvp(func, frozen, _unflatten(list(flat_t), p_spec))
+        captured["out"], captured["spec"] = out, _flatten(tangents_out)[1]
+        return tuple(_flatten(tangents_out)[0])
+
+    with _tangents_recorded():
+        graph = make_fx(tangent_fn)(*[p.new_ones(p.shape) for p in flat_p])
+    out_spec = captured["spec"]
 
     def jvp_fn(*tangents):
         flat_t, t_spec = _flatten(tangents)
@@ -198,12 +246,39 @@ def linearize(func, *primals):
             raise RuntimeError(f"Expected the tangents {t_spec} to have the same structure as "
                                f"the primals {p_spec}")
         for p, t in zip(flat_p, flat_t):
-            if tuple(p.shape) != tuple(t.shape) or p.dtype != t.dtype:
+            if not isinstance(t, Tensor) or tuple(p.shape) != tuple(t.shape) or \
+                    p.dtype != t.dtype:
+                got = (f"{tuple(t.shape)} ({t.dtype})" if isinstance(t, Tensor)
+                       else type(t).__name__)
                 raise RuntimeError(f"Mismatch in tangent shape or dtype: expected "
-                                   f"{tuple(p.shape)} ({p.dtype}), got {tuple(t.shape)} "
-                                   f"({t.dtype})")
-        return jvp(func, frozen, tangents)[1]
-    return output, jvp_fn
+                                   f"{tuple(p.shape)} ({p.dtype}), got {got}")
+        return _unflatten(list(graph(*flat_t)), out_spec)
+    return captured["out"], jvp_fn
+
+
+class _tangents_recorded:
+    """While ``make_fx`` traces a jvp, an op's forward derivative (which runs inside the op,
+    where the tracer records nothing) is recorded too: the tangent is what the graph
+    computes, and the ops on the primals alone stay constants."""
+
+    def __enter__(self):
+        from ..fx.experimental import proxy_tensor
+        self._propagate = propagate = fwAD.propagate
+        state = proxy_tensor._state
+
+        def recorded_propagate(*args, **kwargs):
+            depth = getattr(state, "depth", 0)
+            state.depth = 0
+            try:
+                return propagate(*args, **kwargs)
+            finally:
+                state.depth = depth
+        fwAD.propagate = recorded_propagate
+        return self
+
+    def __exit__(self, *exc):
+        fwAD.propagate = self._propagate
+        return False
 
 
 # ---- hessian --------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ from .._tensor import Tensor, Size
 __all__ = ["vmap", "BatchedTensor"]
 
 _RANDOMNESS = ("error", "different", "same")
-_MISSING = object()
 
 
 class _Level:
@@ -404,154 +403,15 @@ def inplace_error():
         "called inside the PyTorch framework, please file a bug report instead.")
 
 
-_wrappers = {}  # (kind, target, fn) -> its wrapper: made once, reused by every vmap call
-
-
 def _batching_wrap(kind, target, fn, reorder):
-    key = (kind, target if kind == "call_method" else id(target), fn)
-    wrapper = _wrappers.get(key)
-    if wrapper is None:
-        name = _op_name(kind, target, fn, reorder)
+    """The wrap factory vmap gives the op swap (``_patch_everything``, which makes each
+    wrapper once and reuses it): a wrapper that dispatches to the op's batching rule."""
+    name = _op_name(kind, target, fn, reorder)
 
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            return dispatch(name, fn, args, kwargs)
-        _wrappers[key] = wrapper
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return dispatch(name, fn, args, kwargs)
     return wrapper
-
-
-class _SwapPlan:
-    """Where the op swap writes: the scan ``fx.experimental.proxy_tensor._patch_everything``
-    makes for each trace (every Ember namespace, layers' functionals, ops bound as defaults,
-    Tensor's methods and operators), made once here and reused while Ember's modules and
-    their globals stay as they were, so a vmap call does not pay for a scan of every module."""
-    key = None
-    entries = ()    # (module dict or class, name, wrapper)
-    defaults = ()   # (function, its defaults with the ops swapped)
-    recorders = {}  # op -> its wrapper
-
-    @classmethod
-    def current(cls):
-        import sys
-        modules = [m for n, m in list(sys.modules.items())
-                   if m is not None and (n == "ember" or n.startswith("ember."))
-                   and not n.startswith("ember.fx")]
-        key = (len(modules), sum(len(vars(m)) for m in modules))
-        if key != cls.key:
-            cls._scan(modules)
-            cls.key = key
-        return cls
-
-    @classmethod
-    def _scan(cls, modules):
-        import types
-        from ..fx.experimental.proxy_tensor import (_recorded_functions, _OPERATOR_OF,
-                                                    _REFLECTED_OF, _INPLACE_OF)
-        recorders = {fn: _batching_wrap("call_function", fn, fn, None)
-                     for fn in _recorded_functions()}
-        # torch's array-level namespaces name ops through thin wrappers (NumPy keyword names,
-        # ``ember.linalg.matrix_norm``) that the trace's list does not hold: batch them too.
-        for mod in modules:
-            if mod.__name__ in ("ember.linalg", "ember.special", "ember.fft"):
-                for v in list(vars(mod).values()):
-                    if isinstance(v, types.FunctionType) and v not in recorders and \
-                            (v.__module__ or "").startswith("ember.ops"):
-                        recorders[v] = _batching_wrap("call_function", v, v, None)
-        entries, defaults = [], []
-
-        def swapped(v):
-            try:
-                return recorders.get(v, v)
-            except TypeError:  # an unhashable default
-                return v
-        for mod in modules:
-            d = vars(mod)
-            for k, v in list(d.items()):
-                try:
-                    # An op another swap (make_fx, the profiler) holds is found through the
-                    # ``functools.wraps`` link of its wrapper.
-                    r = recorders.get(v) or recorders.get(getattr(v, "__wrapped__", None))
-                except TypeError:  # an unhashable module global
-                    continue
-                if r is not None:
-                    entries.append((d, k, r))
-                elif isinstance(v, type) and v.__module__ == d.get("__name__"):
-                    for attr, member in list(vars(v).items()):
-                        if isinstance(member, staticmethod):
-                            r = swapped(member.__func__)
-                            if r is not member.__func__:
-                                entries.append((v, attr, staticmethod(r)))
-                        elif isinstance(member, types.FunctionType) and member.__defaults__:
-                            new = tuple(swapped(x) for x in member.__defaults__)
-                            if any(a is not b for a, b in zip(new, member.__defaults__)):
-                                defaults.append((member, new))
-        for name, value in list(vars(Tensor).items()):
-            if name in _OPERATOR_OF:
-                entries.append((Tensor, name, _batching_wrap("call_function", _OPERATOR_OF[name],
-                                                             value, None)))
-            elif name in _REFLECTED_OF:
-                entries.append((Tensor, name, _batching_wrap(
-                    "call_function", _REFLECTED_OF[name], value, lambda a: (a[1], a[0]))))
-            elif name in _INPLACE_OF:
-                entries.append((Tensor, name, _batching_wrap("call_function", _INPLACE_OF[name],
-                                                             value, None)))
-            elif not name.startswith("_") and isinstance(value, types.FunctionType):
-                entries.append((Tensor, name, _batching_wrap("call_method", name, value, None)))
-        cls.entries, cls.defaults, cls.recorders = entries, defaults, recorders
-        cls.ember_dicts = {id(vars(m)) for m in modules}
-
-    @classmethod
-    def apply(cls, patcher, user_globals, closures):
-        # The bulk of the swap, with one undo for all of it (thousands of entries).
-        saved = []
-        for namespace, name, value in cls.entries:
-            if type(namespace) is dict:
-                saved.append((namespace, name, namespace.get(name, _MISSING)))
-                namespace[name] = value
-            else:
-                saved.append((namespace, name, namespace.__dict__.get(name, _MISSING)))
-                setattr(namespace, name, value)
-
-        def undo_entries():
-            for namespace, name, old in reversed(saved):
-                if type(namespace) is dict:
-                    if old is _MISSING:
-                        namespace.pop(name, None)
-                    else:
-                        namespace[name] = old
-                elif old is _MISSING:
-                    delattr(namespace, name)
-                else:
-                    setattr(namespace, name, old)
-        patcher._undo.append(undo_entries)
-        for fn, new in cls.defaults:
-            old = fn.__defaults__
-            fn.__defaults__ = new
-            patcher._undo.append(lambda fn=fn, old=old: setattr(fn, "__defaults__", old))
-        recorders = cls.recorders
-        ember_dicts = cls.ember_dicts
-        # The vmapped function's own module may bind ops by name (``from ember import relu``).
-        for d in user_globals:
-            if id(d) in ember_dicts or d.get("__name__", "").startswith("ember"):
-                continue
-            for k, v in list(d.items()):
-                try:
-                    r = recorders.get(v)
-                except TypeError:
-                    continue
-                if r is not None:
-                    patcher.patch(d, k, r)
-        for cells in closures:
-            for cell in cells or ():
-                try:
-                    r = recorders.get(cell.cell_contents)
-                except (TypeError, ValueError):  # unhashable, or an empty cell
-                    continue
-                if r is not None:
-                    old = cell.cell_contents
-                    cell.cell_contents = r
-                    patcher._undo.append(lambda cell=cell, old=old:
-                                         setattr(cell, "cell_contents", old))
 
 
 class _OpSwap:
@@ -572,10 +432,11 @@ class _OpSwap:
                     if hasattr(func, "modules") and hasattr(func, "forward"):
                         # A Module: its classes' own modules may bind ops by name too.
                         fns += [type(m).forward for m in func.modules()]
-                    _SwapPlan.current().apply(
+                    from ..fx.experimental.proxy_tensor import _patch_everything
+                    _patch_everything(
                         patcher, [g for g in (getattr(f, "__globals__", None) for f in fns)
                                   if g is not None],
-                        [getattr(f, "__closure__", None) for f in fns])
+                        [getattr(f, "__closure__", None) for f in fns], wrap=_batching_wrap)
                 except BaseException:
                     patcher.__exit__(None, None, None)
                     raise

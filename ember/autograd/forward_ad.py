@@ -292,13 +292,14 @@ def propagate(node, inputs, outs, fw_edges=None):
         if tangent is None:  # the output does not depend on any input with a tangent
             with suspended():
                 tangent = out.detach().new_zeros(out.shape)
-        if tangent._data.shape != out._data.shape:
+        # the logical shape: inside vmap (jacfwd) a tangent may be a BatchedTensor
+        if tuple(tangent.shape) != tuple(out.shape):
             if tangent.dim() <= out.dim():
                 tangent = tangent.expand(out.shape)
             elif tangent.numel() == out.numel() and [s for s in tangent.shape if s != 1] == [
                     s for s in out.shape if s != 1]:  # a kept reduced dim
                 tangent = tangent.reshape(out.shape)
-            if tangent._data.shape != out._data.shape:
+            if tuple(tangent.shape) != tuple(out.shape):
                 raise RuntimeError(f"{node.name()}: forward derivative has shape "
                                    f"{list(tangent.shape)}, expected {list(out.shape)}")
         if tangent._dtype is not out._dtype:
@@ -387,7 +388,7 @@ def elementwise_jvp(node, *tangents):
     if len(tangents) != 1 or t is None or t._dtype._kind == 3 or node.num_outputs != 1:
         return NotImplemented
     meta = node._in_meta[0]
-    if meta is None or meta[0] != t._data.shape:
+    if meta is None or tuple(meta[0]) != tuple(t.shape):
         return NotImplemented
     return node.backward(t)
 

@@ -17,6 +17,7 @@ import functools
 import operator
 import threading
 import types
+import weakref
 
 from ..graph import Graph
 from ..graph_module import GraphModule
@@ -40,6 +41,7 @@ _TENSOR_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
 _side_effectful_functions.update(_INPLACE_OF.values())
 
 _state = threading.local()
+_MISSING = object()
 
 
 class _ConcreteTracer:
@@ -199,21 +201,169 @@ def _iter_recorder(fn):
 
 def _recorded_functions():
     """The functions recorded as ``call_function``: the public ops of ``ember`` and
-    ``ember.nn.functional`` and every public function of the op families (``ember.ops.*``),
-    which Ember's own layers call by direct reference."""
+    ``ember.nn.functional``, every public function of the op families (``ember.ops.*``), which
+    Ember's own layers call by direct reference, and the functions ``ember.linalg``,
+    ``ember.special`` and ``ember.fft`` expose under torch's names (some are thin wrappers,
+    ``ember.linalg.matrix_norm``, that no op family holds)."""
+    return set(_SwapSites.current().fns)
+
+
+def _swapped_from(v):
+    """The op behind ``v`` when ``v`` is a wrapper a running swap put in its place."""
+    return getattr(v, "_ember_swap_of", None) if type(v) is types.FunctionType else None
+
+
+def _op_behind(v):
+    """The function a wrapper bound in an op's place stands for: a running swap's wrapper, a
+    dispatching wrapper that names its op (``__fx_original__``, the quantized ops'), or any
+    ``functools.wraps`` wrapper. The swap replaces such a binding by the op's own wrapper."""
+    if type(v) is not types.FunctionType:
+        return None
+    return getattr(v, "_ember_swap_of", None) or getattr(v, "__fx_original__", None) or \
+        getattr(v, "__wrapped__", None)
+
+
+_modules_seen = [-1, []]  # len(sys.modules) when Ember's modules were last listed, the list
+
+
+def _ember_modules():
     import sys
+    # Listing means a pass over every loaded module's name; the count tells whether any loaded.
+    if len(sys.modules) != _modules_seen[0]:
+        _modules_seen[:] = [len(sys.modules),
+                            [mod for name, mod in list(sys.modules.items())
+                             if mod is not None and (name == "ember" or name.startswith("ember."))
+                             and not name.startswith("ember.fx")]]
+    return _modules_seen[1]
+
+
+def _scan_functions(modules):
     from .._symbolic_trace import _ember_op_namespaces
     fns = set()
     for _, table in _ember_op_namespaces():
         fns.update(table.values())
-    for modname, mod in list(sys.modules.items()):
-        if mod is None or not modname.startswith("ember.ops.") or \
-                modname.rsplit(".", 1)[1].startswith("_"):
-            continue
-        fns.update(v for k, v in vars(mod).items()
-                   if not k.startswith("_") and isinstance(v, types.FunctionType)
-                   and v.__module__ == modname)
-    return fns
+    for mod in modules:
+        modname = mod.__name__
+        if modname.startswith("ember.ops.") and not modname.rsplit(".", 1)[1].startswith("_"):
+            for k, v in list(vars(mod).items()):
+                v = _swapped_from(v) or v
+                if not k.startswith("_") and isinstance(v, types.FunctionType) \
+                        and v.__module__ == modname:
+                    fns.add(v)
+        elif modname in ("ember.linalg", "ember.special", "ember.fft"):
+            for k, v in list(vars(mod).items()):
+                v = _swapped_from(v) or v
+                if not k.startswith("_") and isinstance(v, types.FunctionType) \
+                        and (v.__module__ or "").startswith("ember"):
+                    fns.add(v)
+    return frozenset(fns)
+
+
+def _hashable_in(v, fns):
+    try:
+        return v in fns
+    except TypeError:  # an unhashable value
+        return False
+
+
+def _op_of(v, fns):
+    """The op of ``fns`` that ``v`` is, or that a running swap's wrapper ``v`` stands for."""
+    if _hashable_in(v, fns):
+        return v
+    op = _op_behind(v)
+    return op if _hashable_in(op, fns) else None
+
+
+def _scan_namespace(d, fns, globals_sites, static_sites, default_sites):
+    """Where ``d`` (a module's globals) binds an op of ``fns``: as a global, as a class's
+    staticmethod (layers keep their functional so: ``_functional = staticmethod(F.conv2d)``),
+    or as a default argument of a class's method (``layer_op=rnn_layer``, bound at definition
+    time)."""
+    for k, v in list(d.items()):
+        op = _op_of(v, fns)
+        if op is not None:
+            globals_sites.append((d, k, op))
+        elif isinstance(v, type) and v.__module__ == d.get("__name__"):
+            for attr, member in list(vars(v).items()):
+                if isinstance(member, staticmethod):
+                    op = _op_of(member.__func__, fns)
+                    if op is not None:
+                        static_sites.append((v, attr, op))
+                elif isinstance(member, types.FunctionType) and member.__defaults__:
+                    ops = tuple(_op_of(x, fns) for x in member.__defaults__)
+                    if any(o is not None for o in ops):
+                        default_sites.append((member, ops))
+
+
+class _SwapSites:
+    """Where the op swap writes, found by one scan of Ember's modules and reused: the scan
+    (every namespace, layers' classes, methods' defaults) costs ~10 ms, which make_fx, the
+    profiler, the memory tracker and every ``vmap`` call would otherwise each pay. The cache
+    is dropped when the set of loaded ``ember.*`` modules or the size of their globals
+    changes; a site whose binding no longer holds its op (a module global rebound) forces a
+    rescan when the swap is applied (``valid``)."""
+    key = None
+    fns = frozenset()
+    globals_sites = ()  # (module dict, name, op)
+    static_sites = ()   # (class, attribute, op)
+    default_sites = ()  # (function, per default: its op or None)
+    ember_dicts = frozenset()
+    generation = 0
+
+    @classmethod
+    def current(cls, force=False):
+        with _sites_lock:
+            modules = _ember_modules()
+            key = (len(modules), sum(len(vars(m)) for m in modules))
+            if force or key != cls.key:
+                fns = _scan_functions(modules)
+                g, st, de = [], [], []
+                for mod in modules:
+                    _scan_namespace(vars(mod), fns, g, st, de)
+                cls.fns, cls.globals_sites, cls.static_sites, cls.default_sites = fns, g, st, de
+                cls.ember_dicts = frozenset(id(vars(m)) for m in modules)
+                cls.key = key
+                cls.generation += 1
+            return cls
+
+    @classmethod
+    def valid(cls):
+        for d, k, op in cls.globals_sites:
+            v = d.get(k)
+            if v is not op and _op_behind(v) is not op:
+                return False
+        for c, attr, op in cls.static_sites:
+            m = c.__dict__.get(attr)
+            if not isinstance(m, staticmethod) or (m.__func__ is not op and
+                                                   _op_behind(m.__func__) is not op):
+                return False
+        for f, ops in cls.default_sites:
+            cur = f.__defaults__ or ()
+            if len(cur) != len(ops) or any(o is not None and v is not o and
+                                           _op_behind(v) is not o
+                                           for v, o in zip(cur, ops)):
+                return False
+        return True
+
+
+_sites_lock = threading.RLock()
+# wrap factory -> {(kind, target, fn, reflected): wrapper}: a swap's wrappers are made once.
+_wrapper_cache = weakref.WeakKeyDictionary()
+
+
+def _cached_wrap(wrap, kind, target, fn, reorder):
+    try:
+        table = _wrapper_cache[wrap]
+    except KeyError:
+        table = _wrapper_cache[wrap] = {}
+    key = (kind, target, fn, reorder is not None)
+    w = table.get(key)
+    if w is None:
+        w = wrap(kind, target, fn, reorder)
+        if w is not fn and type(w) is types.FunctionType:
+            w._ember_swap_of = fn  # how a later scan, or a nested swap, finds the op
+        table[key] = w
+    return w
 
 
 def _patch_cell(patcher, cell, value):
@@ -222,80 +372,135 @@ def _patch_cell(patcher, cell, value):
     patcher._undo.append(lambda: setattr(cell, "cell_contents", old))
 
 
-def _patch_defaults(patcher, fn, recorders):
-    def swap(v):
-        try:
-            return recorders.get(v, v)
-        except TypeError:  # an unhashable default
-            return v
-    defaults = tuple(swap(v) for v in fn.__defaults__)
-    if any(a is not b for a, b in zip(defaults, fn.__defaults__)):
-        old = fn.__defaults__
-        fn.__defaults__ = defaults
-        patcher._undo.append(lambda: setattr(fn, "__defaults__", old))
+def _patch_defaults(patcher, f, ops, wrapper_of):
+    old = f.__defaults__
+    f.__defaults__ = tuple(v if o is None else wrapper_of(o) for v, o in zip(old, ops))
+    patcher._undo.append(lambda: setattr(f, "__defaults__", old))
 
 
 def _patch_everything(patcher, extra_globals, closures=(), wrap=_recorder):
     """Swap every Ember op, wherever Ember binds it, for ``wrap(kind, target, fn, reorder)``:
     the public functions, the op families' functions, layers' functionals, ops bound as default
     arguments or in ``closures``, and Tensor's methods and operators. make_fx records with it;
-    the profiler times and vmap batches through the same swap with their own ``wrap``. Only
-    the tracer (the default ``wrap``) also swaps Tensor's properties and ``__iter__``."""
-    import sys
-    from ..._tensor import Tensor
-    tracing = wrap is _recorder
-    recorders = {fn: wrap("call_function", fn, fn, None) for fn in _recorded_functions()}
-    namespaces = [vars(mod) for name, mod in list(sys.modules.items())
-                  if mod is not None and (name == "ember" or name.startswith("ember."))
-                  and not name.startswith("ember.fx")]
-    seen = set()
-    for d in namespaces + list(extra_globals):
+    the profiler times, the memory tracker names and vmap batches through the same swap with
+    their own ``wrap`` (its wrappers are made once per op and reused). Only the tracer (the
+    default ``wrap``) also swaps Tensor's properties and ``__iter__``. The sites in Ember's
+    modules come from ``_SwapSites`` (scanned once); ``extra_globals`` (the traced code's own
+    modules) and ``closures`` are looked at on every call. Inside another swap, a module
+    global's new wrapper calls the op itself, not the outer swap's wrapper."""
+    sites = _SwapSites.current()
+    if not sites.valid():
+        sites = _SwapSites.current(force=True)
+    fns = sites.fns
+    plan = _plan_of(wrap, sites)
+
+    def wrapper_of(op):
+        return _cached_wrap(wrap, "call_function", op, op, None)
+    # The bulk of the swap, with one undo for all of it (thousands of entries).
+    saved_globals, saved_attrs, saved_defaults = [], [], []
+    for d, k, w in plan.globals:
+        saved_globals.append((d, k, d.get(k, _MISSING)))
+        d[k] = w
+    for c, attr, member in plan.attrs:
+        saved_attrs.append((c, attr, c.__dict__.get(attr, _MISSING)))
+        setattr(c, attr, member)
+    for f, ops in sites.default_sites:
+        old = f.__defaults__
+        saved_defaults.append((f, old))
+        f.__defaults__ = tuple(v if o is None else wrapper_of(o) for v, o in zip(old, ops))
+
+    def undo_sites():
+        for f, old in reversed(saved_defaults):
+            f.__defaults__ = old
+        for c, attr, old in reversed(saved_attrs):
+            if old is _MISSING:
+                delattr(c, attr)
+            else:
+                setattr(c, attr, old)
+        for d, k, old in reversed(saved_globals):
+            if old is _MISSING:
+                d.pop(k, None)
+            else:
+                d[k] = old
+    patcher._undo.append(undo_sites)
+    seen = set(sites.ember_dicts)
+    for d in extra_globals:
         if id(d) in seen:
             continue
         seen.add(id(d))
-        for k, v in list(d.items()):
-            try:
-                r = recorders.get(v)
-            except TypeError:  # an unhashable module global
-                continue
-            if r is not None:
-                patcher.patch(d, k, r)
-            elif isinstance(v, type) and v.__module__ == d.get("__name__"):
-                # Layers keep their functional as a class attribute (``_functional =
-                # staticmethod(F.conv2d)``).
-                for attr, member in list(vars(v).items()):
-                    if isinstance(member, staticmethod):
-                        r = recorders.get(member.__func__)
-                        if r is not None:
-                            patcher.patch(v, attr, staticmethod(r))
-                    elif isinstance(member, types.FunctionType) and member.__defaults__:
-                        # An op bound as a default argument (``layer_op=rnn_layer``, the
-                        # recurrent layers) is captured at definition time.
-                        _patch_defaults(patcher, member, recorders)
+        g, st, de = [], [], []
+        _scan_namespace(d, fns, g, st, de)
+        for _, k, op in g:
+            patcher.patch(d, k, wrapper_of(op))
+        for c, attr, op in st:
+            patcher.patch(c, attr, staticmethod(wrapper_of(op)))
+        for f, ops in de:
+            _patch_defaults(patcher, f, ops, wrapper_of)
     for cells in closures:
         for cell in cells or ():
             try:
-                r = recorders.get(cell.cell_contents)
-            except (TypeError, ValueError):  # unhashable, or an empty cell
+                op = _op_of(cell.cell_contents, fns)
+            except ValueError:  # an empty cell
                 continue
-            if r is not None:
-                _patch_cell(patcher, cell, r)
-    for name, value in list(vars(Tensor).items()):
+            if op is not None:
+                _patch_cell(patcher, cell, wrapper_of(op))
+
+
+class _Plan:
+    """What one wrap factory writes where: the sites' wrappers, made once per scan, and
+    Tensor's swapped methods, remade when Tensor's own attributes change (a swap already
+    holding them, a method added)."""
+    __slots__ = ("generation", "globals", "attrs", "tensor_state", "__weakref__")
+
+
+# wrap factory -> its _Plan
+_plans = weakref.WeakKeyDictionary()
+
+
+def _plan_of(wrap, sites):
+    from ..._tensor import Tensor
+    plan = _plans.get(wrap)
+    tensor_vars = vars(Tensor)
+    if plan is not None and plan.generation == sites.generation and \
+            list(map(tensor_vars.get, plan.tensor_state[0])) == plan.tensor_state[1]:
+        return plan
+    plan = _Plan()
+    plan.generation = sites.generation
+
+    def wrapper_of(op):
+        return _cached_wrap(wrap, "call_function", op, op, None)
+    plan.globals = [(d, k, wrapper_of(op)) for d, k, op in sites.globals_sites]
+    attrs = [(c, attr, staticmethod(wrapper_of(op))) for c, attr, op in sites.static_sites]
+    tracing = wrap is _recorder
+    state = []
+    for name, value in list(tensor_vars.items()):
+        member = None
         if name in _OPERATOR_OF:
-            patcher.patch(Tensor, name, wrap("call_function", _OPERATOR_OF[name], value, None))
+            member = _cached_wrap(wrap, "call_function", _OPERATOR_OF[name], value, None)
         elif name in _REFLECTED_OF:
-            patcher.patch(Tensor, name, wrap("call_function", _REFLECTED_OF[name], value,
-                                             lambda a: (a[1], a[0])))
+            member = _cached_wrap(wrap, "call_function", _REFLECTED_OF[name], value,
+                                  _swap_operands)
         elif name in _INPLACE_OF:
-            patcher.patch(Tensor, name, wrap("call_function", _INPLACE_OF[name], value, None))
+            member = _cached_wrap(wrap, "call_function", _INPLACE_OF[name], value, None)
         elif name == "__iter__":
             if tracing:
-                patcher.patch(Tensor, name, _iter_recorder(value))
+                member = _iter_recorder(value)
         elif name in _TENSOR_PROPERTIES and isinstance(value, property):
             if tracing:
-                patcher.patch(Tensor, name, _property_recorder(name, value))
+                member = _property_recorder(name, value)
         elif not name.startswith("_") and isinstance(value, types.FunctionType):
-            patcher.patch(Tensor, name, wrap("call_method", name, value, None))
+            member = _cached_wrap(wrap, "call_method", name, value, None)
+        if member is not None:
+            attrs.append((Tensor, name, member))
+            state.append((name, value))
+    plan.attrs = attrs
+    plan.tensor_state = ([n for n, _ in state], [v for _, v in state])
+    _plans[wrap] = plan
+    return plan
+
+
+def _swap_operands(a):
+    return (a[1], a[0])
 
 
 def make_fx(f, decomposition_table=None, tracing_mode="real", _allow_non_fake_inputs=False,
