@@ -5,14 +5,14 @@ tracer, graph breaks at data-dependent Python, a watcher for effects a replay wo
 the recording into graphs that a backend compiles (``backends/registry.py``: ``"inductor"``,
 ``"eager"``, ``"aot_eager"`` or any callable), and replays them on later calls whose guards hold
 (``guards.py``, ``eval_frame.py``), falling back to eager where it must."""
-from . import config, exc  # noqa: F401
+from . import config, exc, utils  # noqa: F401
 from .backends.registry import register_backend, lookup_backend, list_backends  # noqa: F401
 from .eval_frame import (optimize, disable, allow_in_graph, reset, explain,  # noqa: F401
                          is_compiling, OptimizedModule)
 
 __all__ = ["compile", "optimize", "disable", "allow_in_graph", "reset", "explain", "config",
            "exc", "register_backend", "lookup_backend", "list_backends", "is_compiling",
-           "mark_dynamic", "maybe_mark_dynamic", "mark_static", "OptimizedModule",
+           "mark_dynamic", "maybe_mark_dynamic", "mark_static", "OptimizedModule", "utils",
            "is_dynamo_supported"]
 
 
@@ -22,10 +22,13 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     call and replayed from them while its guards hold; a decorator without ``model``.
 
     ``fullgraph=True`` raises ``ember._dynamo.exc.Unsupported`` at the first graph break (naming
-    what broke it and the source line) or at an effect that needs an eager fallback. ``dynamic``:
-    every graph is specialised to its shapes whatever its value (Ember has no symbolic shapes; a
-    new shape records a new graph, up to ``config.recompile_limit``). ``mode`` is one of torch's
-    (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+    what broke it and the source line) or at an effect that needs an eager fallback. ``dynamic``
+    as torch's: None (automatic dynamic), the first graph is specialised and a recompile caused
+    by a size change makes the changed dims symbolic, so that graph serves every size >= 2;
+    True, every dim symbolic from the first call; False, every shape specialised (a new shape
+    records a new graph, up to ``config.recompile_limit``). ``mark_dynamic``/``mark_static``
+    override it per dimension. Sizes 0 and 1 are always specialised, as in torch. ``mode`` is
+    one of torch's (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
     "max-autotune"); it and ``options`` are passed to the backend as keyword arguments.
     ``disable=True`` returns ``model`` unchanged."""
     from .eval_frame import _compile, _backend_options
@@ -43,9 +46,11 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 def mark_dynamic(t, index, *, min=None, max=None):
-    """Mark dimension(s) ``index`` of ``t`` dynamic, as torch does (``t._dynamo_dynamic_indices``).
-    Ember's graphs are specialised to every shape, so compiling a function called with such a
-    tensor raises NotImplementedError rather than silently specialising the dimension."""
+    """Mark dimension(s) ``index`` of ``t`` dynamic, as torch does (``t._dynamo_dynamic_indices``):
+    the first graph recorded with ``t`` serves every size >= 2 of those dims, whatever
+    ``compile(dynamic=...)`` says. Where the function reads the size into Python (Ember has no
+    symbolic integers) the dim is specialised, with a warning. ``min``/``max`` are accepted and
+    not checked."""
     dims = [index] if isinstance(index, int) else list(index)
     marked = set(getattr(t, "_dynamo_dynamic_indices", ()) or ())
     marked.update(d % t.dim() if t.dim() else d for d in dims)
@@ -53,14 +58,15 @@ def mark_dynamic(t, index, *, min=None, max=None):
 
 
 def maybe_mark_dynamic(t, index):
-    """A hint that ``index`` may vary: Ember specialises it (a new size records a new graph),
-    which is what torch does when it cannot keep a dimension dynamic."""
+    """A hint that ``index`` may vary: as torch's, it is dynamic where it can be and specialised
+    (without a warning) where it cannot; Ember's automatic dynamic treats it so anyway."""
     t._dynamo_weak_dynamic_indices = set(getattr(t, "_dynamo_weak_dynamic_indices", ()) or ()) \
         | ({index} if isinstance(index, int) else set(index))
 
 
 def mark_static(t, index=None):
-    """Mark dimensions static: what Ember's graphs are anyway (every shape is guarded)."""
+    """Mark dimension(s) ``index`` (all when None) of ``t`` static: specialised even under
+    ``dynamic=True`` or automatic dynamic."""
     dims = getattr(t, "_dynamo_dynamic_indices", None)
     if dims:
         dims.difference_update(range(t.dim()) if index is None else

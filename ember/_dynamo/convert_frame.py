@@ -27,7 +27,8 @@ value, next graph… A value never seen before means recording again (``recompil
 
 What the capture does not do: translate Python (a replay never re-runs the function's Python, so
 anything Python computes is baked into the graphs and must be covered by a guard or a break key),
-symbolic shapes (every recording specialises to its shapes), or resume in the middle of a
+symbolic shapes (a recording is made at concrete sizes; ``eval_frame`` reuses it for other sizes of
+a dimension only where no size read could have baked that size in), or resume in the middle of a
 function (a break with a new value re-records the whole call, after restoring the tensors and
 random generators that the graphs before it changed)."""
 import operator
@@ -88,6 +89,7 @@ class _CaptureTracer(_pt._ConcreteTracer):
         self.uses_rng = False
         self.mutated = {}       # id -> pre-existing tensor (input, parameter, buffer) an op changed
         self.modes = {}         # node -> (grad enabled, inference mode) it was recorded under
+        self.size_reads = []    # sizes the function's own code read (shape, size(), len, numel)
         self._versions = ()
 
     # ---- ops ---------------------------------------------------------------------------------
@@ -249,9 +251,31 @@ def _rng_watch(sampler):
     return wrapper
 
 
+# Tensor methods that read sizes into Python: a graph is reused for other sizes of a dynamic
+# dimension only if no such read could have baked the dimension's size into it.
+_SIZE_READS = ("shape", "size", "__len__", "numel", "nelement", "stride")
+
+
+def _size_read(name, original):
+    getter = original.fget if isinstance(original, property) else original
+
+    def wrapper(self, *args, **kwargs):
+        value = getter(self, *args, **kwargs)
+        tracer = getattr(_pt._state, "tracer", None)
+        if isinstance(tracer, _CaptureTracer) and not _pt._state.depth:
+            tracer.size_reads.append(value)
+        return value
+    return property(wrapper) if isinstance(original, property) else wrapper
+
+
 def _patch_capture(patcher):
     from .._tensor import Tensor
     from .. import _random
+    for name in _SIZE_READS:
+        for klass in Tensor.__mro__:
+            if name in klass.__dict__:
+                patcher.patch(Tensor, name, _size_read(name, klass.__dict__[name]))
+                break
     for name in _CONVERSIONS:
         fn = Tensor.__dict__.get(name)
         if fn is not None:
@@ -291,6 +315,7 @@ class Recording:
         self.mutated = list(tracer.mutated.values())
         self.uses_rng = tracer.uses_rng
         self.modes = tracer.modes
+        self.size_reads = tracer.size_reads
 
     def resolve_attr(self, target):
         """The object a get_attr ``target`` names: a constant of the capture or a module path."""

@@ -12,6 +12,7 @@ recording counts against ``config.recompile_limit``; past it, or when a recordin
 effect it cannot replay, the function runs eagerly from then on (with a warning), so a compiled
 function always computes what the eager one would."""
 import functools
+import logging
 import threading
 import warnings
 import weakref
@@ -20,6 +21,7 @@ from . import config, exc
 from .backends.registry import lookup_backend
 from .convert_frame import capture, flatten_args, _Slot
 from .guards import build_guard
+from .utils import counters
 from ..fx.experimental import proxy_tensor as _pt
 from ..fx.node import map_aggregate, has_side_effect
 from ..nn import Module
@@ -31,6 +33,7 @@ _MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraph
 _compiled_functions = weakref.WeakSet()
 _local = threading.local()   # .disabled: depth of ``disable``d calls on this thread
 _counters = {"recordings": 0}
+_log = logging.getLogger("ember._dynamo")
 
 
 def is_compiling():
@@ -62,12 +65,16 @@ class _Step:
 
 
 class _Entry:
-    __slots__ = ("guard", "guard_text", "root", "fast", "mutated", "uses_rng", "graphs")
+    __slots__ = ("guard", "guard_text", "root", "fast", "mutated", "uses_rng", "graphs",
+                 "dynamic", "core", "shapes")
 
-    def __init__(self, guard, guard_text):
+    def __init__(self, guard, guard_text, dynamic=None, core=None, shapes=()):
         self.guard, self.guard_text = guard, guard_text
         self.root, self.fast, self.mutated, self.uses_rng = None, None, [], False
         self.graphs = []
+        self.dynamic = dynamic or {}   # input index -> dims whose size is symbolic
+        self.core = core               # what must match for two recordings to share a graph
+        self.shapes = shapes           # the input shapes it was recorded at
 
 
 def _set_mode(mode):
@@ -93,6 +100,7 @@ class _CompiledFunction:
         owner = getattr(fn, "__self__", None)
         self._module = owner if isinstance(owner, Module) else None
         self._fast_specs = {}
+        self.recompile_reasons = []
         _compiled_functions.add(self)
         functools.update_wrapper(self, fn, updated=())
 
@@ -103,6 +111,7 @@ class _CompiledFunction:
         self._entries = []
         self._eager_reason = None
         self._recordings = 0
+        self.recompile_reasons = []
 
     # ---- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -148,9 +157,10 @@ class _CompiledFunction:
                             "   Running it eagerly from now on. To diagnose the recompiles, "
                             "see ember._dynamo.explain.")
             return self._fn(*args, **kwargs)
+        if self._recordings:
+            self._note_recompile(args, kwargs, entry)
         self._recordings += 1
         _counters["recordings"] += 1
-        _check_dynamic_marks(args, kwargs, self._dynamic)
         out, rec = capture(self._fn, args, kwargs, module=self._module,
                            fullgraph=self._fullgraph)
         if rec.effect is not None:
@@ -178,11 +188,82 @@ class _CompiledFunction:
         for m in [self._module] + [x for x in leaves if isinstance(x, Module)]:
             if m is not None and all(m is not seen for seen in modules):
                 modules.append(m)
-        guard, text = build_guard(flat, leaves, spec, modules,
-                                  list(rec.watcher.dict_guards.values()), grad_state)
-        entry = _Entry(guard, text)
+        args = (flat, leaves, spec, modules, list(rec.watcher.dict_guards.values()), grad_state)
+        guard, text = build_guard(*args)
+        core = _core(rec, flat, text)
+        dynamic = self._dynamic_dims(rec, flat, core)
+        if dynamic:
+            guard, text = build_guard(*args, dynamic=dynamic)
+        entry = _Entry(guard, text, dynamic, core, tuple(tuple(t._data.shape) for t in flat))
         self._entries.insert(0, entry)   # the newest first, as torch checks its cache
         return entry
+
+    # ---- dynamic shapes ----------------------------------------------------------------------
+    def _dynamic_dims(self, rec, flat, core):
+        """``{input index: dims}`` this recording's graph serves for any size >= 2, as torch's
+        ``dynamic``: True, every dim; None (automatic), the dims whose size differs from an
+        earlier recording that is the same in everything else (same guards and the same ops
+        with the same arguments, so the size did not reach the graph); False, none; plus the
+        ``mark_dynamic`` ones, less the ``mark_static`` ones. Ember has no symbolic integers,
+        so a dim stays specialised where a size the function's Python read (``x.shape``,
+        ``len(x)``…), or an integer argument of a recorded op not confirmed by an earlier
+        recording, is a multiple of its size: that integer may have come from it."""
+        if core is None:
+            return {}
+        prev = next((e for e in self._entries if e.core == core), None)
+        read = _ints(rec.size_reads)
+        in_args = None
+        dynamic = {}
+        for i, t in enumerate(flat):
+            shape = tuple(t._data.shape)
+            marked = set(getattr(t, "_dynamo_dynamic_indices", ()) or ())
+            dims = set(range(len(shape))) if self._dynamic is True else set()
+            dims |= {d for d in marked if d < len(shape)}
+            dims |= {d for d in getattr(t, "_dynamo_weak_dynamic_indices", ()) or ()
+                     if d < len(shape)}
+            confirmed = set()
+            if prev is not None and self._dynamic is not False:
+                confirmed = {d for d, (a, b) in enumerate(zip(prev.shapes[i], shape)) if a != b}
+                confirmed |= prev.dynamic.get(i, set())
+                dims |= confirmed
+            dims -= set(getattr(t, "_dynamo_static_indices", ()) or ())
+            keep = set()
+            for d in sorted(dims):
+                v = shape[d]
+                if v < 2 or any(r % v == 0 for r in read):
+                    continue
+                if d not in confirmed:
+                    if in_args is None:
+                        in_args = _ints([(n.args, n.kwargs) for n in rec.nodes[rec.n_inputs:]
+                                         if _target_name(n) in _SIZE_ARG_OPS])
+                    if any(r % v == 0 for r in in_args):
+                        continue
+                keep.add(d)
+            lost = marked - keep - set(getattr(t, "_dynamo_static_indices", ()) or ())
+            if lost:
+                warnings.warn(f"ember.compile: {self._name!r}: dims {sorted(lost)} of input {i} "
+                              f"(shape {shape}) were marked dynamic but are specialised: their "
+                              "size is 0 or 1, or the function read it into Python (Ember "
+                              "has no symbolic integers)", stacklevel=4)
+            if keep and t._data.flags.c_contiguous:
+                dynamic[i] = keep
+        return dynamic
+
+    def _note_recompile(self, args, kwargs, entry):
+        """Why this call records again: the first guard of the newest entry that fails (torch's
+        ``recompiles`` log), counted in ``ember._dynamo.utils.counters["recompiles"]``."""
+        if entry is not None:
+            reason = "a graph break value not seen before"
+        elif not self._entries:
+            return
+        else:
+            reason = _failed_guard(self._entries[0], args, kwargs)
+        self.recompile_reasons.append(reason)
+        counters["recompiles"][reason] += 1
+        _log.info("Recompiling function %s\n    triggered by the following guard failure(s):"
+                  "\n    - %s", self._name, reason)
+        if config.verbose:
+            print(f"ember._dynamo: recompiling {self._name}: {reason}")
 
     def _add_path(self, entry, rec):
         flat = rec.example_inputs
@@ -233,9 +314,13 @@ class _CompiledFunction:
         if keep:
             outs = sorted(set(outs) | set(keep))
         gm, in_pos, examples = rec.build_graph(s, e, outs)
+        # A backend that specialises code to shapes (the inductor one) reads this to keep one
+        # variant per shape of a graph the guards let run at several sizes.
+        gm._ember_dynamic = bool(entry.dynamic)
         if eager:
             fn = gm.forward
         else:
+            counters["stats"]["unique_graphs"] += 1
             try:
                 fn = self._backend(gm, examples, **self._options)
             except Exception as err:
@@ -369,15 +454,80 @@ def _restore(saved):
             item[1]._data[...] = item[2]
 
 
-def _check_dynamic_marks(args, kwargs, dynamic):
-    flat, _, _ = flatten_args(args, kwargs)
+def _core(rec, flat, guard_text):
+    """What two recordings must share for their graph to serve both: None where the recording
+    has graph breaks (only a single straight path is reused across sizes)."""
+    pieces = rec.pieces()
+    if len(pieces) != 1:
+        return None
+    ranges, brk = pieces[0]
+    n = len(flat)
+    others = tuple(x for x in guard_text if not x.startswith("input ") or
+                   not x.split(":")[0][6:].isdigit())
+    inputs = tuple((t._data.ndim, t._dtype, t._device, bool(t._requires_grad),
+                    bool(t._data.flags.c_contiguous)) for t in flat)
+    return (n, inputs, others, rec.signature(ranges, brk))
+
+
+# Ops whose integer arguments are sizes or positions, which may have come from a dim's size by a
+# route the size-read watch does not see (``ember.numel(x)``, arithmetic on ``x.ndim``...).
+_SIZE_ARG_OPS = {"view", "reshape", "expand", "broadcast_to", "zeros", "ones", "empty", "full",
+                 "rand", "randn", "randint", "arange", "linspace", "logspace", "eye", "narrow",
+                 "repeat", "tile", "new_zeros", "new_ones", "new_empty", "new_full", "unflatten",
+                 "split", "tensor_split", "getitem", "__getitem__", "select", "pad",
+                 "interpolate", "as_strided", "roll", "resize_", "unfold", "index_select",
+                 "diagonal", "tril", "triu", "zeros_like", "ones_like"}
+
+
+def _target_name(n):
+    t = n.target
+    return t if isinstance(t, str) else getattr(t, "__name__", "")
+
+
+def _ints(obj):
+    """The non-zero integers in a nest of tuples, lists and dicts (bools excluded)."""
+    out = set()
+
+    def walk(x):
+        if isinstance(x, bool):
+            return
+        if isinstance(x, int):
+            if x:
+                out.add(abs(x))
+        elif isinstance(x, (tuple, list)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+    walk(obj)
+    return out
+
+
+def _failed_guard(entry, args, kwargs):
+    flat, leaves, spec = flatten_args(args, kwargs)
     for i, t in enumerate(flat):
-        dims = getattr(t, "_dynamo_dynamic_indices", None)
-        if dims:
-            raise NotImplementedError(
-                f"ember.compile: input {i} has dimensions {sorted(dims)} marked dynamic "
-                "(mark_dynamic), but Ember's capture specialises every graph to its input "
-                "shapes (a new shape records a new graph); it has no symbolic shapes")
+        if i < len(entry.shapes) and tuple(t._data.shape) != entry.shapes[i]:
+            dims = entry.dynamic.get(i, set())
+            for d, (a, b) in enumerate(zip(entry.shapes[i], t._data.shape)):
+                if a != b and (d not in dims or b < 2):
+                    if d in dims:
+                        return f"input {i} size at index {d}: expected >= 2, actual {b}"
+                    return f"input {i} size mismatch at index {d}. expected {a}, actual {b}"
+            if len(entry.shapes[i]) != t._data.ndim:
+                return f"input {i} rank mismatch. expected {len(entry.shapes[i])}, " \
+                       f"actual {t._data.ndim}"
+    if entry.core is not None and len(flat) == entry.core[0]:
+        for i, (t, want) in enumerate(zip(flat, entry.core[1])):
+            for name, a, b in (("dtype", want[1], t._dtype), ("device", want[2], t._device),
+                               ("requires_grad", want[3], bool(t._requires_grad))):
+                if a != b:
+                    return f"input {i} {name} mismatch. expected {a}, actual {b}"
+    from ..autograd.grad_mode import _state
+    for line in entry.guard_text:
+        if line.startswith("grad_mode == ") and line != f"grad_mode == {_state.enabled}":
+            return f"grad_mode mismatch. expected {line[13:]}, actual {_state.enabled}"
+    return "a guard other than the input shapes failed (see explain(...).out_guards)"
 
 
 def _backend_options(backend, mode, options):
@@ -508,6 +658,7 @@ def reset():
     for f in list(_compiled_functions):
         f._reset()
     _counters["recordings"] = 0
+    counters.clear()
 
 
 def explain(f, *extra_args, **extra_kwargs):

@@ -50,9 +50,13 @@ class _Builder:
             self.add(f"({expr}) is {self.const(v)}", f"{text} is {type(v).__name__}@{id(v):#x}")
 
 
-def build_guard(flat, leaves, spec, modules, dict_guards, grad_state):
+def build_guard(flat, leaves, spec, modules, dict_guards, grad_state, dynamic=None):
     """The guard function for a recording made on ``flat`` tensors and ``leaves``, with the text
-    of each condition (``ExplainOutput.out_guards``)."""
+    of each condition (``ExplainOutput.out_guards``). ``dynamic``: ``{input index: dims}`` whose
+    size is symbolic: guarded ``>= 2`` (torch's 0/1 specialisation: a size 0 or 1 is another
+    graph), the rest of the shape by value and the strides by C-contiguity (they follow from the
+    sizes)."""
+    dynamic = dynamic or {}
     import sys
     from ..nn.modules import module as module_mod
     b = _Builder()
@@ -60,6 +64,9 @@ def build_guard(flat, leaves, spec, modules, dict_guards, grad_state):
     for i, t in enumerate(flat):
         a = f"a[{i}]"
         b.add(f"type({a}) is {b.const(type(t))}", f"type(input {i}) is {type(t).__name__}")
+        if i in dynamic:
+            _dynamic_input_guard(b, a, i, t, dynamic[i])
+            continue
         want = (tuple(t._data.shape), tuple(t._data.strides), t._dtype, t._device,
                 bool(t._requires_grad))
         b.add(f"({a}._data.shape, {a}._data.strides, {a}._dtype, {a}._device, "
@@ -94,6 +101,21 @@ def build_guard(flat, leaves, spec, modules, dict_guards, grad_state):
     namespace = dict(b.consts)
     exec(compile(src, "<ember._dynamo guard>", "exec"), namespace)
     return namespace["guard"], b.text
+
+
+def _dynamic_input_guard(b, a, i, t, dims):
+    shape = tuple(t._data.shape)
+    fixed = tuple((d, s) for d, s in enumerate(shape) if d not in dims)
+    want = (len(shape), tuple(s for _, s in fixed), t._dtype, t._device, bool(t._requires_grad))
+    sizes = ", ".join(f"{a}._data.shape[{d}]" for d, _ in fixed)
+    cond = (f"(len({a}._data.shape), ({sizes}{',' if fixed else ''}), {a}._dtype, {a}._device, "
+            f"{a}._requires_grad) == {b.const(want)}")
+    cond += "".join(f" and {a}._data.shape[{d}] >= 2" for d in sorted(dims))
+    cond += f" and {a}._data.flags.c_contiguous"
+    sym = tuple(f"s{i}_{d}" if d in dims else s for d, s in enumerate(shape))
+    b.add(cond, f"input {i}: shape == ({', '.join(map(str, sym))}) with "
+          f"{', '.join(f's{i}_{d} >= 2' for d in sorted(dims))}, contiguous, dtype == "
+          f"{want[2]}, device == {want[3]}, requires_grad == {want[4]}")
 
 
 def _alias(a):

@@ -83,6 +83,13 @@ class CompiledGraph:
         self._training = {}
         self.sources = {}
         self.graph = None
+        # A graph the front end runs at several sizes (dynamic shapes): the generated code
+        # bakes shapes in (reshapes, broadcasts, buffer sizes), so each input shape gets its
+        # own variant, made from the graph with its shapes propagated anew.
+        self.dynamic = getattr(gm, "_ember_dynamic", False) and not self.eager_only
+        if self.dynamic:
+            self._shape_key = _shape_key(example_inputs)
+            self._by_shape = {}
 
     # ---- variants ----------------------------------------------------------------------------
     def _passes(self, training):
@@ -134,6 +141,27 @@ class CompiledGraph:
         self._training[key] = compiled
         return compiled
 
+    def _respecialise(self, args):
+        """A compiled graph for inputs of other sizes: ``gm`` with its ``tensor_meta``
+        propagated at ``args``' shapes (one eager run, with the random generators put back)."""
+        from .. import _random
+        from ..fx.graph_module import GraphModule
+        from ..fx.passes.shape_prop import ShapeProp
+        # the same parameters and buffers (a deepcopy would train copies), a fresh graph
+        graph = copy.deepcopy(self.gm.graph)
+        gm = GraphModule(resolve_attrs(self.gm, graph), graph, type(self.gm).__name__)
+        saved = (_random.default_generator._state_bytes(),
+                 {k: g._state_bytes() for k, g in _random._DEVICE_DEFAULTS.items()})
+        try:
+            with grad_mode.no_grad():
+                ShapeProp(gm).propagate(*[a.detach() if isinstance(a, Tensor) else a
+                                          for a in args])
+        finally:
+            _random.default_generator._set_state_bytes(saved[0])
+            for k, raw in saved[1].items():
+                _random._DEVICE_DEFAULTS[k]._set_state_bytes(raw)
+        return CompiledGraph(gm, list(args), self.options, aot_eager=self.aot_eager)
+
     @property
     def buffers(self):
         """The calling thread's planned buffers of the inference code (reused every call)."""
@@ -155,6 +183,13 @@ class CompiledGraph:
     def __call__(self, *args):
         if self.eager_only:
             return self.gm(*args)
+        if self.dynamic:
+            key = _shape_key(args)
+            if key != self._shape_key:
+                variant = self._by_shape.get(key)
+                if variant is None:
+                    variant = self._by_shape[key] = self._respecialise(args)
+                return variant(*args)
         if grad_mode._state.enabled:
             key = None
             for a in args:
@@ -178,6 +213,10 @@ class CompiledGraph:
             self._compile_inference()
             fn = self._inference
         return fn(*args)
+
+
+def _shape_key(args):
+    return tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
 
 
 def _options(options):
