@@ -39,6 +39,23 @@ class QuantizedOpError(NotImplementedError):
     nothing) and hand the tensor to its quantized form."""
 
 
+# The ATen operator torch's message names where it is not the op's own name: structured ops
+# fail at their ``.out`` kernel, some composites at the op they decompose to.
+_ATEN_NAMES = {
+    "elu": "elu.out", "celu": "elu.out", "silu": "silu.out", "add": "add.out", "mul": "mul.out",
+    "multiply": "mul.out", "sub": "sub.out", "subtract": "sub.out", "div": "div.out",
+    "true_divide": "div.out", "sum": "sum.IntList_out", "argmax": "argmax.out",
+    "argmin": "argmin.out", "neg": "neg.out", "negative": "neg.out", "abs": "abs.out",
+    "absolute": "abs.out", "exp": "exp.out", "log": "log.out", "sqrt": "sqrt.out",
+    "rsqrt": "rsqrt.out", "sin": "sin.out", "cos": "cos.out", "softmax": "_softmax.out",
+    "log_softmax": "_log_softmax.out", "gather": "gather.out", "tril": "tril.out",
+    "triu": "triu.out", "var": "var.correction", "cumsum": "cumsum.out",
+    "adaptive_max_pool2d": "adaptive_max_pool2d.out",
+    "adaptive_max_pool1d": "adaptive_max_pool2d.out", "mish": "mish.out",
+    "softplus": "softplus.out", "erf": "erf.out", "pow": "pow.Tensor_Scalar_out",
+}
+
+
 def _unsupported(device_type, fallback=None):
     # the op's name: the outermost function of Ember's op modules up the stack (the one the
     # caller called), else the NumPy function that touched the integers
@@ -51,11 +68,25 @@ def _unsupported(device_type, fallback=None):
             name = code
         frame = frame.f_back
     backend = "QuantizedCPU" if device_type == "cpu" else f"Quantized{device_type.upper()}"
+    name = name or fallback or "unknown"
     return QuantizedOpError(
-        f"Could not run 'aten::{name or fallback or 'unknown'}' with arguments from the "
-        f"'{backend}' backend. Ember has no quantized kernel for this operator: call "
-        ".dequantize() to compute in floating point, or use the quantized modules and "
-        "functions of ember.ao.nn.quantized")
+        f"Could not run 'aten::{_ATEN_NAMES.get(name, name)}' with arguments from the "
+        f"'{backend}' backend. {_quantized_alternative(name)}")
+
+
+def _quantized_alternative(name):
+    # Ember's quantized kernels are bound as tensor methods and in ember.ao.nn.quantized's
+    # functional, not behind ember.X / nn.functional.X: name the one that exists.
+    from .ao.nn.quantized import functional as qF
+    where = []
+    if name in QuantizedTensor.__dict__:
+        where.append(f"the tensor method .{name}()")
+    if callable(getattr(qF, name, None)):
+        where.append(f"ember.ao.nn.quantized.functional.{name}")
+    if where:
+        return f"Ember's quantized kernel for it is {' or '.join(where)}."
+    return ("Ember has no quantized kernel for this operator: call .dequantize() to compute in "
+            "floating point, or use the quantized modules and functions of ember.ao.nn.quantized")
 
 
 class QuantizedData:
@@ -191,6 +222,32 @@ class QuantizedTensor(Tensor):
 
     def __setitem__(self, key, value):
         raise _unsupported(self._device.type)
+
+
+def _refused_inplace(name, aten):
+    def method(self, *args, **kwargs):
+        raise QuantizedOpError(
+            f"Could not run 'aten::{aten}' with arguments from the '{_backend(self)}' backend. "
+            f"torch has no quantized kernel for {name}(): call .dequantize() to compute in "
+            "floating point")
+    method.__name__ = name
+    return method
+
+
+def _backend(t):
+    return "QuantizedCPU" if t._device.type == "cpu" else f"Quantized{t._device.type.upper()}"
+
+
+# In-place ops torch refuses on quantized tensors, by the kernel its message names (Tensor's
+# generic in-place machinery would name itself instead).
+for _name, _aten in {"clamp_": "clamp.out", "clip_": "clamp.out", "clamp_min_": "clamp_min.out",
+                     "clamp_max_": "clamp_max.out", "sigmoid_": "sigmoid.out",
+                     "tanh_": "tanh.out", "exp_": "exp.out", "neg_": "neg.out",
+                     "abs_": "abs.out", "sqrt_": "sqrt.out", "add_": "add.out",
+                     "mul_": "mul.out", "sub_": "sub.out", "div_": "div.out",
+                     "zero_": "zero_"}.items():
+    setattr(QuantizedTensor, _name, _refused_inplace(_name, _aten))
+del _name, _aten
 
 
 def _qparams(t):

@@ -94,26 +94,27 @@ def _split_method(self, split_size, dim=0):
 Tensor.split = _split_method
 
 
-def _cat_dispatch(shape_cat):
-    # Quantized tensors (whose dtypes have no promotion) are concatenated by their own kernel;
-    # the try costs the float path nothing, the frame a few tens of ns.
+def _quantized_list_dispatch(shape_fn, kernel_name):
+    # Quantized tensors (whose dtypes have no promotion) are joined by their own kernel; the
+    # try costs the float path nothing, the frame a few tens of ns.
     import functools
     from .._quantized_tensor import QuantizedTensor
-    from ..ops.quantized import quantized_cat
+    from ..ops import quantized
 
-    @functools.wraps(shape_cat)
-    def cat(tensors, dim=0, *, out=None):
+    @functools.wraps(shape_fn)
+    def join(tensors, dim=0, *, out=None):
         try:
-            return shape_cat(tensors, dim, out=out)
+            return shape_fn(tensors, dim, out=out)
         except RuntimeError:
             if (isinstance(tensors, (list, tuple)) and tensors
                     and isinstance(tensors[0], QuantizedTensor)):
-                return quantized_cat(list(tensors), dim, out=out)
+                return getattr(quantized, kernel_name)(list(tensors), dim, out=out)
             raise
-    return cat
+    return join
 
 
-cat = concat = concatenate = _cat_dispatch(cat)
+cat = concat = concatenate = _quantized_list_dispatch(cat, "quantized_cat")
+stack = _quantized_list_dispatch(stack, "q_stack")
 
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem

@@ -411,8 +411,7 @@ def quantized_cat(tensors, dim=0, scale=None, zero_point=None, out=None):
             raise RuntimeError(f"cat(): expected all tensors to be quantized, but tensor {i} is "
                                f"{t._dtype}")
         if t._qscheme not in _PER_TENSOR:
-            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false. (cat of per-channel quantized tensors)")
+            raise RuntimeError("Only per-tensor quantization is supported in 'cat'!")
         if t._dtype is not ref._dtype:
             raise RuntimeError(f"cat(): expected all quantized tensors to have dtype "
                                f"{ref._dtype}, got {t._dtype} for tensor {i}")
@@ -900,4 +899,334 @@ def cat(tensors, dim=0, scale=None, zero_point=None):
     return quantized_cat(list(tensors), dim, scale, zero_point)
 
 
+
+# ---- torch's QuantizedCPU kernels of the ordinary ops ----------------------------------------
+# The ops torch runs on a quantized tensor directly, as methods of ``QuantizedTensor`` (class
+# attributes: the float path pays nothing). Each works on the integers where the op is
+# monotone or a selection (max, sort, pooling by max, clamp, relu) and so is exact; the others
+# dequantize, compute in float32 and requantize as torch's vectorised kernels do. Output qparams
+# are torch's: the input's, except the fixed-range activations (sigmoid, tanh, hardsigmoid)
+# whose output range is known in advance.
+
+_PER_TENSOR_ERROR = ("Expected quantizer->qscheme() == kPerTensorAffine to be true, but got "
+                     "false.  (Could this error message be improved?  If so, please report an "
+                     "enhancement request to PyTorch.)")
+
+
+def _require_per_tensor(q, message=_PER_TENSOR_ERROR):
+    if q._qscheme not in _PER_TENSOR:
+        raise RuntimeError(message)
+
+
+def _same_params(q, ints):
+    """A quantized tensor around integer array ``ints`` with ``q``'s dtype and qparams."""
+    from .._quantized_tensor import _qparams
+    return wrap_quantized(ints, q._dtype, q, _qparams(q))
+
+
+def _in_place(q, result):
+    """Write ``result``'s integers (same dtype and qparams) into ``q``'s memory."""
+    q._data.array[...] = result._data.array
+    return q
+
+
+def _quantize_scalar(q, value):
+    """``value`` as one of ``q``'s integers (round half to even, clamped)."""
+    lo, hi = _RANGE[q._dtype]
+    v = np.rint(np.float32(value) * (np.float32(1.0) / np.float32(q._scale)))
+    return int(np.clip(v + q._zero_point, lo, hi))
+
+
+def q_relu(q):
+    _require_per_tensor(q)
+    return relu(q)
+
+
+def q_relu_(q):
+    return _in_place(q, q_relu(q))
+
+
+def q_clamp(q, min=None, max=None):
+    """``clamp`` on the integers: the bounds quantized with the tensor's qparams."""
+    _require_per_tensor(q)
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound in (min, max):
+        if isinstance(bound, Tensor):
+            raise RuntimeError("clamp of a quantized tensor takes Python number bounds, got a "
+                               "tensor bound")
+    lo, hi = _RANGE[q._dtype]
+    lo = lo if min is None else _quantize_scalar(q, min)
+    hi = hi if max is None else _quantize_scalar(q, max)
+    out = q._backend.xp.minimum(q._backend.xp.maximum(q._data.array, lo), hi)
+    return _same_params(q, out.astype(q._dtype.np))
+
+
+def q_clamp_min(q, min):
+    return q_clamp(q, min, None)
+
+
+def q_clamp_max(q, max):
+    return q_clamp(q, None, max)
+
+
+def q_hardtanh(q, min_val=-1.0, max_val=1.0):
+    return q_clamp(q, min_val, max_val)
+
+
+# sigmoid and hardsigmoid map into [0, 1], tanh into [-1, 1]: torch fixes the output qparams so
+# that range fills the integers
+_FIXED_QPARAMS = {
+    "sigmoid": {dt.quint8: (1.0 / 256, 0), dt.qint8: (1.0 / 256, -128),
+                dt.qint32: (2.0 ** -32, 0)},
+    "tanh": {dt.quint8: (2.0 / 256, 128), dt.qint8: (2.0 / 256, 0),
+             dt.qint32: (2.0 ** -31, 0)},
+}
+_FIXED_QPARAMS["hardsigmoid"] = _FIXED_QPARAMS["sigmoid"]
+
+
+def _fixed_range(q, fn, name):
+    _require_per_tensor(q)
+    scale, zero_point = _FIXED_QPARAMS[name][q._dtype]
+    return via_float(q, fn, scale, zero_point)
+
+
+def _sigmoid_array(x):
+    return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
+
+
+def q_sigmoid(q):
+    return _fixed_range(q, _sigmoid_array, "sigmoid")
+
+
+def q_tanh(q):
+    return _fixed_range(q, lambda x: np.tanh(x), "tanh")
+
+
+def q_hardsigmoid(q):
+    return _fixed_range(q, lambda x: np.clip(x / np.float32(6) + np.float32(0.5), 0, 1),
+                        "hardsigmoid")
+
+
+def _reduce_float(q, fn):
+    """A float reduction of ``q``'s values, quantized back with its qparams (torch's qmean and
+    qstd dequantize, reduce in float and quantize with the input's quantizer)."""
+    _require_per_tensor(q)
+    values = _wrap(dequantize_array(q), dt.float32, q)
+    out = fn(values)
+    return quantize_per_tensor(out, q._scale, q._zero_point, q._dtype)
+
+
+def q_mean(q, dim=None, keepdim=False, *, dtype=None):
+    from .reduce import mean as float_mean
+    if dtype is not None and dtype is not q._dtype:
+        raise RuntimeError(f"mean(): a quantized tensor's mean keeps its dtype {q._dtype}, got "
+                           f"dtype={dtype}")
+    _require_per_tensor(q)
+    dims = (tuple(range(q.ndim)) if dim is None or (isinstance(dim, (list, tuple)) and not dim)
+            else (dim,) if isinstance(dim, int) else tuple(dim))
+    dims = sorted(d % max(q.ndim, 1) for d in dims)
+    if dims == list(range(q.ndim - len(dims), q.ndim)):
+        # over the innermost dims torch averages the stored integers and rounds half to even
+        # (the zero point cancels); elsewhere it averages the dequantized values
+        xp = q._backend.xp
+        axes = tuple(dims)
+        m = q._data.array.astype(np.float64).mean(axis=axes, keepdims=bool(keepdim))
+        lo, hi = _RANGE[q._dtype]
+        return _same_params(q, xp.clip(xp.rint(m), lo, hi).astype(q._dtype.np))
+    return _reduce_float(q, lambda v: float_mean(v, dim, keepdim))
+
+
+def q_std(q, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    from .reduce import std as float_std
+    return _reduce_float(q, lambda v: float_std(v, dim, unbiased, keepdim,
+                                                correction=correction))
+
+
+def _ints(q):
+    """``q``'s integers as an int64 tensor: the order of the values (scale > 0)."""
+    return _wrap(q._data.array.astype(np.int64), dt.int64, q)
+
+
+def _back(q, int_result):
+    return _same_params(q, int_result._data.astype(q._dtype.np))
+
+
+def _extreme(q, which, dim, keepdim, other):
+    from . import reduce
+    from .reduce import _NO_DIM
+    name = "Max" if which == "max" else "Min"
+    if q._qscheme not in _PER_TENSOR:
+        raise RuntimeError(f"{name} operator for quantized tensors only works for per tensor "
+                           "quantized tensors. Please open an issue on "
+                           "https://github.com/pytorch/pytorch/issues if you need per channel "
+                           "quantized tensor support.")
+    if other is not None:
+        raise _unsupported_op(q, f"{which}imum.out")
+    fn = getattr(reduce, which)
+    if dim is _NO_DIM:
+        return _back(q, fn(_ints(q)))
+    return _named_pair(fn(_ints(q), dim, keepdim), q)
+
+
+def _named_pair(result, q):
+    values, indices = result
+    return type(result)((_back(q, values), indices))
+
+
+def _unsupported_op(q, op):
+    return NotImplementedError(f"Could not run 'aten::{op}' with arguments from the "
+                               f"'{_backend_name(q)}' backend.")
+
+
+def q_max(q, dim=None, keepdim=False, *, other=None):
+    from .reduce import _NO_DIM
+    if isinstance(dim, Tensor):
+        other, dim = dim, None
+    return _extreme(q, "max", _NO_DIM if dim is None else dim, keepdim, other)
+
+
+def q_min(q, dim=None, keepdim=False, *, other=None):
+    from .reduce import _NO_DIM
+    if isinstance(dim, Tensor):
+        other, dim = dim, None
+    return _extreme(q, "min", _NO_DIM if dim is None else dim, keepdim, other)
+
+
+def q_sort(q, dim=-1, descending=False, stable=None):
+    from .indexing import sort as int_sort
+    _require_per_tensor(q)
+    return _named_pair(int_sort(_ints(q), dim, descending, stable), q)
+
+
+def q_argsort(q, dim=-1, descending=False, stable=False):
+    from .indexing import argsort as int_argsort
+    _require_per_tensor(q)
+    return int_argsort(_ints(q), dim, descending, stable)
+
+
+def q_topk(q, k, dim=-1, largest=True, sorted=True):
+    from .indexing import topk as int_topk
+    if q._qscheme not in _PER_TENSOR:
+        raise RuntimeError("Top-K is only supported on per-tensor quantization")
+    return _named_pair(int_topk(_ints(q), k, dim, largest, sorted), q)
+
+
+def _uniform_only(q):
+    # torch builds these results with explicit strides, which only a per-tensor quantizer allows
+    _require_per_tensor(q, "Setting strides is possible only on uniformly quantized tensor")
+
+
+def _integer_op(name, check=_uniform_only):
+    """A data-movement method (flip, repeat...) run on the integers, qparams kept."""
+    def method(self, *args, **kwargs):
+        check(self)
+        out = getattr(Tensor, name)(self._int_tensor(), *args, **kwargs)
+        return _same_params(self, out._data)
+    method.__name__ = name
+    method.__qualname__ = f"QuantizedTensor.{name}"
+    method.__doc__ = f"``Tensor.{name}`` on the integer representation; keeps the quantizer."
+    return method
+
+
+def _index_select_check(q):
+    _require_per_tensor(q, "Only per_tensor quantized quantized tensors are supported by "
+                           "index_select.")
+
+
+def q_masked_fill(q, mask, value):
+    if q._qscheme not in _PER_TENSOR:
+        raise RuntimeError("masked_fill__quantized_cpu for quantized tensors is currently only "
+                           "supported for per tensor quantized tensors")
+    if isinstance(value, Tensor):
+        value = value.item()
+    filled = Tensor.masked_fill(q._int_tensor(), mask, _quantize_scalar(q, value))
+    return _same_params(q, filled._data.astype(q._dtype.np))
+
+
+def q_masked_fill_(q, mask, value):
+    return _in_place(q, q_masked_fill(q, mask, value))
+
+
+def q_fill_(q, value):
+    """Every element set to ``value`` quantized with the tensor's qparams (per channel: each
+    channel's own)."""
+    xp = q._backend.xp
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        value = value.item()
+    x = xp.full(q.shape, value, dtype=np.float32)
+    if q._qscheme in _PER_TENSOR:
+        ints = quantize_array(xp, x, q._scale, q._zero_point, q._dtype)
+    else:
+        ints = quantize_array_per_channel(xp, x, q._scales, q._zero_points, q._axis, q._dtype)
+    q._data.array[...] = ints
+    return q
+
+
+def q_copy_(q, src, non_blocking=False):
+    """From a float tensor: its values quantized with ``q``'s qparams. From a quantized tensor
+    of the same dtype: its integers, and (as torch) its quantizer."""
+    xp = q._backend.xp
+    if isinstance(src, QuantizedTensor):
+        if src._dtype is not q._dtype:
+            raise RuntimeError("Expected self.scalar_type() == src.scalar_type() to be true, but "
+                               "got false.  (Could this error message be improved?  If so, "
+                               "please report an enhancement request to PyTorch.)")
+        from .._quantized_tensor import _qparams
+        q._data.array[...] = xp.broadcast_to(src._backend.to_numpy(src._data.array)
+                                             if src._device != q._device else src._data.array,
+                                             q.shape)
+        params = _qparams(src)
+        q._qscheme = params[0]
+        if len(params) == 3:
+            q._scale, q._zero_point = params[1], params[2]
+        else:
+            q._scales, q._zero_points, q._axis = params[1], params[2], params[3]
+        return q
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    x = xp.broadcast_to(_float_input(src, "copy_"), q.shape)
+    if q._qscheme in _PER_TENSOR:
+        ints = quantize_array(xp, x, q._scale, q._zero_point, q._dtype)
+    else:
+        ints = quantize_array_per_channel(xp, x, q._scales, q._zero_points, q._axis, q._dtype)
+    q._data.array[...] = ints
+    return q
+
+
+def q_stack(tensors, dim=0, out=None):
+    """``stack`` of per-tensor quantized tensors: ``cat`` of them unsqueezed."""
+    tensors = list(tensors)
+    for t in tensors:
+        if isinstance(t, QuantizedTensor) and t._qscheme not in _PER_TENSOR:
+            raise RuntimeError("Only per-tensor quantization is supported in 'cat'!")
+    dim = dim + tensors[0].ndim + 1 if dim < 0 else dim
+    return quantized_cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
+
+
+# name -> kernel, bound as QuantizedTensor methods
+QUANTIZED_METHODS = {
+    "relu": q_relu, "relu_": q_relu_, "clamp": q_clamp, "clip": q_clamp,
+    "clamp_min": q_clamp_min, "clamp_max": q_clamp_max,
+    "sigmoid": q_sigmoid, "tanh": q_tanh, "mean": q_mean, "std": q_std, "max": q_max,
+    "min": q_min, "sort": q_sort, "argsort": q_argsort, "topk": q_topk,
+    "masked_fill": q_masked_fill, "masked_fill_": q_masked_fill_, "fill_": q_fill_,
+    "copy_": q_copy_,
+}
+INTEGER_METHODS = {"flip": _uniform_only, "repeat": _uniform_only,
+                   "repeat_interleave": _uniform_only, "diagonal": _uniform_only,
+                   "unfold": _uniform_only, "as_strided": _uniform_only,
+                   "index_select": _index_select_check}
+
+
+def bind_quantized_methods():
+    for name, fn in QUANTIZED_METHODS.items():
+        setattr(QuantizedTensor, name, fn)
+    for name, check in INTEGER_METHODS.items():
+        setattr(QuantizedTensor, name, _integer_op(name, check))
+
 bind_shape_methods()
+bind_quantized_methods()

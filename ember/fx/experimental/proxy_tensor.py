@@ -215,7 +215,7 @@ def _swapped_from(v):
 
 def _op_behind(v):
     """The function a wrapper bound in an op's place stands for: a running swap's wrapper, a
-    dispatching wrapper that names its op (``__fx_original__``, the quantized ops'), or any
+    dispatching wrapper that names its op (``__fx_original__``, as symbolic tracing sets), or any
     ``functools.wraps`` wrapper. The swap replaces such a binding by the op's own wrapper."""
     if type(v) is not types.FunctionType:
         return None

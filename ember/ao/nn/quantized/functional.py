@@ -85,6 +85,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         x, kernel_size, stride, padding, dilation, ceil_mode), "max_pool2d")
 
 
+def _rounded_back(input, shifted_mean, z):
+    # torch averages the stored integers themselves (padding stands for the zero point) and
+    # rounds that mean half to even, so the zero point is added back before the rounding
+    lo, hi = _ops._RANGE[input.dtype]
+    data = input._backend.xp.clip(np.rint(shifted_mean + z), lo, hi).astype(input.dtype.np)
+    return wrap_quantized(data, input.dtype, input, _qparams(input))
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Average pooling on the integers (the zero point shifts out), rounded to nearest."""
@@ -93,9 +101,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     ints = _wrap(input._data.array.astype(np.float32) - z, ember.float32, input)
     out = ember.nn.functional.avg_pool2d(ints, kernel_size, stride, padding, ceil_mode,
                                          count_include_pad, divisor_override)
-    lo, hi = _ops._RANGE[input.dtype]
-    data = input._backend.xp.clip(np.rint(out._data) + z, lo, hi).astype(input.dtype.np)
-    return wrap_quantized(data, input.dtype, input, _qparams(input))
+    return _rounded_back(input, out._data, z)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -104,9 +110,7 @@ def adaptive_avg_pool2d(input, output_size):
     z = np.float32(input.q_zero_point())
     ints = _wrap(input._data.array.astype(np.float32) - z, ember.float32, input)
     out = ember.nn.functional.adaptive_avg_pool2d(ints, output_size)
-    lo, hi = _ops._RANGE[input.dtype]
-    data = input._backend.xp.clip(np.rint(out._data) + z, lo, hi).astype(input.dtype.np)
-    return wrap_quantized(data, input.dtype, input, _qparams(input))
+    return _rounded_back(input, out._data, z)
 
 
 def hardswish(input, scale, zero_point):
@@ -137,12 +141,12 @@ def leaky_relu(input, negative_slope=0.01, inplace=False, scale=None, zero_point
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     _quantized(input, "hardtanh")
-    return _ops.via_float(input, lambda x: np.clip(x, np.float32(min_val), np.float32(max_val)))
+    return _ops.q_hardtanh(input, min_val, max_val)
 
 
 def clamp(input, min_, max_):
     _quantized(input, "clamp")
-    return _ops.via_float(input, lambda x: np.clip(x, np.float32(min_), np.float32(max_)))
+    return _ops.q_clamp(input, min_, max_)
 
 
 def threshold(input, threshold, value):
@@ -155,7 +159,8 @@ def threshold(input, threshold, value):
 
 def hardsigmoid(input, inplace=False):
     _quantized(input, "hardsigmoid")
-    return _ops.via_float(input, lambda x: np.clip(x / np.float32(6) + np.float32(0.5), 0, 1))
+    # torch's quantized hardsigmoid, like sigmoid, fixes the output qparams to [0, 1]
+    return _ops.q_hardsigmoid(input)
 
 
 def relu6(input, inplace=False):
@@ -180,11 +185,58 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _on_integers(input, lambda x: ember.nn.functional.interpolate(
             x, size, scale_factor, mode), "interpolate")
 
-    def on_array(x):
-        out = ember.nn.functional.interpolate(_wrap(x, ember.float32, input), size,
-                                              scale_factor, mode, align_corners)
-        return out._data
-    return _ops.via_float(input, on_array)
+    return _bilinear(input, size, scale_factor, bool(align_corners))
+
+
+def _source_index(out_size, in_size, scale_factor, align_corners, xp):
+    """Per output index: the lower source index, the step to the upper one (0 at the edge)
+    and the upper weight, as torch's quantized bilinear kernel computes them (float32)."""
+    f32 = np.float32
+    if align_corners:
+        scale = f32((in_size - 1) / (out_size - 1)) if out_size > 1 else f32(0)
+    elif scale_factor is not None:
+        scale = f32(1.0 / scale_factor)
+    else:
+        scale = f32(in_size / out_size)
+    dst = xp.arange(out_size, dtype=np.float32)
+    if align_corners:
+        src = scale * dst
+    else:
+        src = xp.maximum(scale * (dst + f32(0.5)) - f32(0.5), f32(0))
+    low = src.astype(np.int64)
+    step = (low < in_size - 1).astype(np.int64)
+    upper = (src - low.astype(np.float32)).astype(np.float32)
+    return low, step, upper, (f32(1) - upper).astype(np.float32)
+
+
+def _bilinear(input, size, scale_factor, align_corners):
+    """Bilinear resampling of the stored integers themselves, rounded half to even: torch's
+    quantized kernel (``h0 * (w0 * p00 + w1 * p01) + h1 * (w0 * p10 + w1 * p11)`` in float32),
+    so the qparams are kept."""
+    if input.ndim != 4:
+        raise ValueError(f"Input Error: Only 4D input Tensors are supported for quantized "
+                         f"bilinear upsampling (got {input.ndim}D)")
+    xp = input._backend.xp
+    h, w = input.shape[2:]
+    if size is not None:
+        out_h, out_w = (size, size) if isinstance(size, int) else tuple(size)
+        sf = (None, None)
+    else:
+        sf = (scale_factor, scale_factor) if not isinstance(scale_factor, (tuple, list)) \
+            else tuple(scale_factor)
+        out_h, out_w = int(np.floor(h * sf[0])), int(np.floor(w * sf[1]))
+    hl, hs, h1, h0 = _source_index(out_h, h, sf[0], align_corners, xp)
+    wl, ws, w1, w0 = _source_index(out_w, w, sf[1], align_corners, xp)
+    p = input._data.array.astype(np.float32)
+    top, bottom = p[:, :, hl, :], p[:, :, hl + hs, :]
+    w0, w1 = w0[None, None, None, :], w1[None, None, None, :]
+    h0, h1 = h0[None, None, :, None], h1[None, None, :, None]
+    row0 = w0 * top[..., wl] + w1 * top[..., wl + ws]
+    row1 = w0 * bottom[..., wl] + w1 * bottom[..., wl + ws]
+    value = h0 * row0 + h1 * row1
+    lo, hi = _ops._RANGE[input.dtype]
+    data = xp.clip(xp.rint(value), lo, hi).astype(input.dtype.np)
+    return wrap_quantized(data, input.dtype, input, _qparams(input))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

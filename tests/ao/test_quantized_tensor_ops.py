@@ -1,0 +1,250 @@
+"""Ops on quantized tensors (torch's QuantizedCPU kernels): each result's integers and qparams
+equal torch's on the same quantized input; the ops torch refuses raise its error text."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ember
+import ember.nn.functional as EF
+import ember.ao.nn.quantized.functional as QF
+
+RNG = np.random.default_rng(0)
+# 512 elements: torch's float-computing kernels (leaky_relu, gelu...) run a vectorised body and
+# a scalar tail that rounds differently; a multiple of 64 keeps every element in the body
+X = RNG.standard_normal((2, 4, 8, 8)).astype(np.float32) * 2
+# (dtype name, scale, zero point)
+PER_TENSOR = [("quint8", 0.05, 128), ("quint8", 0.031, 17), ("qint8", 0.04, 0),
+              ("qint8", 0.027, -9)]
+
+
+def _pair(name, scale, zp, x=X):
+    t = torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, getattr(torch, name))
+    e = ember.quantize_per_tensor(ember.tensor(x), scale, zp, getattr(ember, name))
+    return t, e
+
+
+def _pair_per_channel(name="quint8", x=X, axis=1):
+    n = x.shape[axis]
+    scales = (RNG.random(n) * 0.05 + 0.01)
+    zps = RNG.integers(100, 150, n) if name == "quint8" else RNG.integers(-10, 10, n)
+    t = torch.quantize_per_channel(torch.from_numpy(x), torch.from_numpy(scales),
+                                   torch.from_numpy(zps), axis, getattr(torch, name))
+    e = ember.quantize_per_channel(ember.tensor(x), ember.tensor(scales), ember.tensor(zps),
+                                   axis, getattr(ember, name))
+    return t, e
+
+
+def _same(t, e):
+    if isinstance(t, (tuple, list)):
+        assert len(t) == len(e)
+        for a, b in zip(t, e):
+            _same(a, b)
+        return
+    if not t.is_quantized:
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+        return
+    assert e.is_quantized and e.dtype.name == str(t.dtype).split(".")[1]
+    assert tuple(e.shape) == tuple(t.shape)
+    assert e.qscheme() is getattr(ember, str(t.qscheme()).split(".")[1])
+    if t.qscheme() == torch.per_tensor_affine:
+        assert e.q_scale() == pytest.approx(t.q_scale(), rel=1e-12)
+        assert e.q_zero_point() == t.q_zero_point()
+    else:
+        np.testing.assert_allclose(e.q_per_channel_scales().numpy(),
+                                   t.q_per_channel_scales().numpy(), rtol=1e-12)
+        np.testing.assert_array_equal(e.q_per_channel_zero_points().numpy(),
+                                      t.q_per_channel_zero_points().numpy())
+        assert e.q_per_channel_axis() == t.q_per_channel_axis()
+    np.testing.assert_array_equal(e.int_repr().numpy(), t.int_repr().numpy())
+
+
+# (name, torch call, ember call)
+METHOD_OPS = [
+    ("relu", lambda q: q.relu(), lambda q: q.relu()),
+    ("relu_", lambda q: q.clone().relu_(), lambda q: q.clone().relu_()),
+    ("clamp", lambda q: q.clamp(-1.3, 0.7), lambda q: q.clamp(-1.3, 0.7)),
+    ("clamp_min", lambda q: q.clamp(min=-0.5), lambda q: q.clamp(min=-0.5)),
+    ("clamp_max", lambda q: q.clamp(max=0.5), lambda q: q.clamp(max=0.5)),
+    ("sigmoid", lambda q: q.sigmoid(), lambda q: q.sigmoid()),
+    ("tanh", lambda q: q.tanh(), lambda q: q.tanh()),
+    ("mean", lambda q: q.mean(), lambda q: q.mean()),
+    ("mean_dim", lambda q: q.mean((2, 3)), lambda q: q.mean((2, 3))),
+    ("mean_keepdim", lambda q: q.mean(1, keepdim=True), lambda q: q.mean(1, keepdim=True)),
+    ("std", lambda q: q.std(), lambda q: q.std()),
+    ("max", lambda q: q.max(), lambda q: q.max()),
+    ("min", lambda q: q.min(), lambda q: q.min()),
+    ("max_dim", lambda q: tuple(q.max(1)), lambda q: tuple(q.max(1))),
+    ("min_dim", lambda q: tuple(q.min(2, keepdim=True)), lambda q: tuple(q.min(2, keepdim=True))),
+    ("topk", lambda q: q.topk(3)[0], lambda q: q.topk(3)[0]),
+    ("topk_small", lambda q: q.topk(2, dim=1, largest=False)[0],
+     lambda q: q.topk(2, dim=1, largest=False)[0]),
+    ("sort", lambda q: q.sort(descending=True)[0], lambda q: q.sort(descending=True)[0]),
+    ("flip", lambda q: q.flip(1), lambda q: q.flip(1)),
+    ("repeat", lambda q: q.repeat(1, 2, 1, 1), lambda q: q.repeat(1, 2, 1, 1)),
+    ("index_select", lambda q: q.index_select(1, torch.tensor([2, 0])),
+     lambda q: q.index_select(1, ember.tensor([2, 0]))),
+    ("masked_fill", lambda q: q.masked_fill(torch.from_numpy(X > 1), 0.33),
+     lambda q: q.masked_fill(ember.tensor(X > 1), 0.33)),
+    ("fill_", lambda q: q.clone().fill_(0.37), lambda q: q.clone().fill_(0.37)),
+    ("copy_float", lambda q: q.clone().copy_(torch.from_numpy(X * 0.5)),
+     lambda q: q.clone().copy_(ember.tensor(X * 0.5))),
+    ("copy_quantized", lambda q: q.clone().copy_(q.relu()), lambda q: q.clone().copy_(q.relu())),
+    ("transpose", lambda q: q.transpose(1, 3).contiguous(), lambda q: q.transpose(1, 3).contiguous()),
+    ("getitem", lambda q: q[:, 1:, ::2], lambda q: q[:, 1:, ::2]),
+    ("chunk", lambda q: q.chunk(2, 2), lambda q: q.chunk(2, 2)),
+    ("clone", lambda q: q.clone(), lambda q: q.clone()),
+    ("to", lambda q: q.to("cpu"), lambda q: q.to("cpu")),
+]
+
+# torch's function forms on a quantized input, against the kernel Ember offers for each: the
+# tensor method, ember.ao.nn.quantized.functional (torch.ao's too), or the function itself
+FUNCTION_OPS = [
+    ("relu", lambda q: TF.relu(q), lambda q: q.relu()),
+    ("torch.relu", lambda q: torch.relu(q), lambda q: q.relu()),
+    ("hardtanh", lambda q: TF.hardtanh(q, -0.8, 1.2), lambda q: QF.hardtanh(q, -0.8, 1.2)),
+    ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: QF.clamp(q, -0.8, 1.2)),
+    ("relu6", lambda q: TF.relu6(q), lambda q: QF.relu6(q)),
+    ("sigmoid", lambda q: torch.sigmoid(q), lambda q: q.sigmoid()),
+    ("tanh", lambda q: torch.tanh(q), lambda q: q.tanh()),
+    ("hardsigmoid", lambda q: TF.hardsigmoid(q), lambda q: QF.hardsigmoid(q)),
+    ("leaky_relu", lambda q: TF.leaky_relu(q, 0.1), lambda q: QF.leaky_relu(q, 0.1)),
+    ("threshold", lambda q: TF.threshold(q, 0.2, -0.5), lambda q: QF.threshold(q, 0.2, -0.5)),
+    ("max_pool2d", lambda q: TF.max_pool2d(q, 2), lambda q: QF.max_pool2d(q, 2)),
+    ("max_pool2d_pad", lambda q: TF.max_pool2d(q, 3, 2, 1), lambda q: QF.max_pool2d(q, 3, 2, 1)),
+    ("max_pool1d", lambda q: TF.max_pool1d(q.flatten(0, 1), 3),
+     lambda q: QF.max_pool1d(q.flatten(0, 1), 3)),
+    ("avg_pool2d", lambda q: TF.avg_pool2d(q, 2), lambda q: QF.avg_pool2d(q, 2)),
+    ("avg_pool2d_pad", lambda q: TF.avg_pool2d(q, 3, 2, 1), lambda q: QF.avg_pool2d(q, 3, 2, 1)),
+    ("adaptive_avg_pool2d", lambda q: TF.adaptive_avg_pool2d(q, 4),
+     lambda q: QF.adaptive_avg_pool2d(q, 4)),
+    ("nearest", lambda q: TF.interpolate(q, scale_factor=2),
+     lambda q: QF.interpolate(q, scale_factor=2)),
+    ("bilinear", lambda q: TF.interpolate(q, size=(9, 9), mode="bilinear"),
+     lambda q: QF.interpolate(q, size=(9, 9), mode="bilinear")),
+    ("mean", lambda q: torch.mean(q, (2, 3)), lambda q: q.mean((2, 3))),
+    ("cat", lambda q: torch.cat([q, q], 1), lambda q: ember.cat([q, q], 1)),
+    ("stack", lambda q: torch.stack([q, q], 1), lambda q: ember.stack([q, q], 1)),
+    ("stack_neg", lambda q: torch.stack([q, q], -1), lambda q: ember.stack([q, q], -1)),
+    ("flatten", lambda q: torch.flatten(q, 1), lambda q: q.flatten(1)),
+]
+# Ember's function forms without a quantized kernel behind them: the error names the one to call
+ROUTED_ELSEWHERE = [
+    (lambda q: ember.relu(q), ".relu()"), (lambda q: EF.relu(q), ".relu()"),
+    (lambda q: ember.mean(q), ".mean()"), (lambda q: ember.flatten(q, 1), ".flatten()"), (lambda q: ember.tanh(q), ".tanh()"),
+    (lambda q: EF.max_pool2d(q, 2), "ember.ao.nn.quantized.functional.max_pool2d"),
+    (lambda q: EF.hardsigmoid(q), "ember.ao.nn.quantized.functional.hardsigmoid"),
+]
+
+
+@pytest.mark.parametrize("params", PER_TENSOR, ids=lambda p: f"{p[0]}-{p[2]}")
+def test_methods_per_tensor(params):
+    t, e = _pair(*params)
+    for name, tf, ef in METHOD_OPS:
+        try:
+            _same(tf(t), ef(e))
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
+
+
+@pytest.mark.parametrize("params", PER_TENSOR, ids=lambda p: f"{p[0]}-{p[2]}")
+def test_function_forms_per_tensor(params):
+    t, e = _pair(*params)
+    for name, tf, ef in FUNCTION_OPS:
+        try:
+            _same(tf(t), ef(e))
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
+
+
+def test_function_forms_name_the_quantized_kernel():
+    _, e = _pair("quint8", 0.05, 128)
+    for f, where in ROUTED_ELSEWHERE:
+        with pytest.raises(NotImplementedError, match="QuantizedCPU") as info:
+            f(e)
+        assert where in str(info.value), str(info.value)
+
+
+def test_stack_refuses_per_channel_and_mixed():
+    _, e = _pair_per_channel("quint8")
+    with pytest.raises(RuntimeError, match="Only per-tensor quantization"):
+        ember.stack([e, e])
+    _, q = _pair("quint8", 0.05, 128)
+    with pytest.raises(RuntimeError, match="expected all tensors to be quantized"):
+        ember.stack([q, ember.tensor(X)])
+
+
+# Per channel: the shape ops and fill_/copy_ run; the others raise torch's messages.
+PER_CHANNEL_OK = [
+    ("fill_", lambda q: q.clone().fill_(0.37), lambda q: q.clone().fill_(0.37)),
+    ("copy_float", lambda q: q.clone().copy_(torch.from_numpy(X * 0.5)),
+     lambda q: q.clone().copy_(ember.tensor(X * 0.5))),
+    ("narrow", lambda q: q.narrow(1, 1, 2), lambda q: q.narrow(1, 1, 2)),
+    ("flatten", lambda q: q.flatten(2), lambda q: q.flatten(2)),
+    ("clone", lambda q: q.clone(), lambda q: q.clone()),
+    ("dropout", lambda q: TF.dropout(q, training=False), lambda q: EF.dropout(q, training=False)),
+]
+PER_CHANNEL_REFUSED = [
+    ("relu", lambda m, F, q: q.relu()), ("sigmoid", lambda m, F, q: q.sigmoid()),
+    ("clamp", lambda m, F, q: q.clamp(-1, 1)), ("mean", lambda m, F, q: q.mean()),
+    ("max", lambda m, F, q: q.max()), ("min", lambda m, F, q: q.min(1)),
+    ("topk", lambda m, F, q: q.topk(2)), ("flip", lambda m, F, q: q.flip(1)),
+    ("cat", lambda m, F, q: m.cat([q, q])),
+    ("index_select", lambda m, F, q: q.index_select(1, m.tensor([0]))),
+]
+# ops torch has no quantized kernel for: the same NotImplementedError text
+REFUSED = [
+    ("hardswish", lambda m, F, q: F.hardswish(q)), ("elu", lambda m, F, q: F.elu(q)),
+    ("celu", lambda m, F, q: F.celu(q)), ("silu", lambda m, F, q: F.silu(q)),
+    ("add", lambda m, F, q: q + q), ("mul", lambda m, F, q: q * q),
+    ("sum", lambda m, F, q: q.sum()), ("argmax", lambda m, F, q: q.argmax()),
+    ("neg", lambda m, F, q: -q), ("abs", lambda m, F, q: q.abs()),
+    ("exp", lambda m, F, q: q.exp()), ("sqrt", lambda m, F, q: q.sqrt()),
+    ("softmax", lambda m, F, q: q.softmax(1)), ("log_softmax", lambda m, F, q: F.log_softmax(q, 1)),
+    ("gather", lambda m, F, q: q.gather(1, m.zeros(2, 1, 8, 8, dtype=m.long))),
+    ("roll", lambda m, F, q: q.roll(1)), ("tril", lambda m, F, q: q.tril()),
+    ("zero_", lambda m, F, q: q.clone().zero_()), ("clamp_", lambda m, F, q: q.clone().clamp_(-1, 1)),
+    ("sigmoid_", lambda m, F, q: q.clone().sigmoid_()), ("var", lambda m, F, q: q.var()),
+    ("adaptive_max_pool2d", lambda m, F, q: F.adaptive_max_pool2d(q, 2)),
+    ("nonzero", lambda m, F, q: q.nonzero()), ("cumsum", lambda m, F, q: q.cumsum(0)),
+    ("prod", lambda m, F, q: q.prod()),
+]
+
+
+def _first_sentence(fn):
+    try:
+        fn()
+    except Exception as err:  # noqa: BLE001 -- the type is compared by the caller
+        return type(err), str(err).split(" backend", 1)[0]
+    return None, None
+
+
+@pytest.mark.parametrize("name", ["quint8", "qint8"])
+def test_per_channel(name):
+    t, e = _pair_per_channel(name)
+    for op, tf, ef in PER_CHANNEL_OK:
+        try:
+            _same(tf(t), ef(e))
+        except AssertionError as err:
+            raise AssertionError(f"{op}: {err}") from None
+    for op, f in PER_CHANNEL_REFUSED:
+        t_type, t_msg = _first_sentence(lambda: f(torch, TF, t))
+        e_type, e_msg = _first_sentence(lambda: f(ember, EF, e))
+        assert t_type is RuntimeError, op
+        assert e_type is RuntimeError and e_msg == t_msg, (op, e_msg, t_msg)
+
+
+def test_refusals_name_torch_kernel():
+    t, e = _pair("quint8", 0.05, 128)
+    for op, f in REFUSED:
+        t_type, t_msg = _first_sentence(lambda: f(torch, TF, t))
+        e_type, e_msg = _first_sentence(lambda: f(ember, EF, e))
+        assert t_type is NotImplementedError, op
+        assert e_type is not None and issubclass(e_type, NotImplementedError), op
+        assert e_msg == t_msg, (op, e_msg, t_msg)
+
+
+def test_fixed_qparams():
+    for name, zp in (("quint8", 0), ("qint8", -128)):
+        _, e = _pair(name, 0.05, 0)
+        assert (e.sigmoid().q_scale(), e.sigmoid().q_zero_point()) == (1 / 256, zp)
