@@ -150,3 +150,19 @@ def test_scripted_modules_save_when_their_graph_is_ember_ops():
     cnn, _ = build("cnn")  # BatchNorm's input checks keep it a leaf module: not saveable
     with pytest.raises(RuntimeError, match="use jit.trace"):
         ember.jit.script(cnn).save(io.BytesIO())
+
+
+def test_ops_exposed_under_torch_names_save_by_their_public_path():
+    # ember.linalg.norm is defined as a private function of ember.ops.linalg: the archive names
+    # the public path, which the loader resolves, and never the private one
+    def f(x, y):
+        return ember.linalg.norm(x, dim=1) + ember.linalg.cross(x, y).sum(1)
+    x, y = ember.randn(4, 3), ember.randn(4, 3)
+    buf = io.BytesIO()
+    ember.jit.save(ember.jit.trace(f, (x, y)), buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        graph = json.loads(z.read("graph.json"))["graph"]
+    targets = {n["target"] for n in graph if n["op"] == "call_function"}
+    assert {"ember.linalg.norm", "ember.linalg.cross"} <= targets, targets
+    buf.seek(0)
+    np.testing.assert_array_equal(ember.jit.load(buf)(x, y).numpy(), f(x, y).numpy())
