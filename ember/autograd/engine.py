@@ -68,9 +68,14 @@ def _collect(roots, targets):
         node = stack.pop()
         if node in children:
             continue
-        nexts = [e[0] for e in node._edges if e is not None]
+        nexts = []
+        for e in node._edges:
+            if e is not None:
+                child = e[0]
+                nexts.append(child)
+                if child not in children:
+                    stack.append(child)
         children[node] = nexts
-        stack.extend(n for n in nexts if n not in children)
     needed = None
     if targets is not None:
         parents = {}
@@ -85,12 +90,18 @@ def _collect(roots, targets):
                     needed.add(parent)
                     stack.append(parent)
     deps = {}
+    get = deps.get
+    if needed is None:
+        for nexts in children.values():
+            for child in nexts:
+                deps[child] = get(child, 0) + 1
+        return deps, needed
     for node, nexts in children.items():
-        if needed is not None and node not in needed:
+        if node not in needed:
             continue
         for child in nexts:
-            if needed is None or child in needed:
-                deps[child] = deps.get(child, 0) + 1
+            if child in needed:
+                deps[child] = get(child, 0) + 1
     return deps, needed
 
 
@@ -192,7 +203,9 @@ def _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None
                         _node_profiler.run(node, node.accumulate, grad, create_graph)
                 grad = None
                 continue
-            grads = _call_pre_hooks(node, grads)
+            if (node._tensor_pre_hooks is not None or node._retained is not None
+                    or node._pre_hooks is not None):
+                grads = _call_pre_hooks(node, grads)
             profiler = _node_profiler
             token = None if profiler is None else profiler.enter(node, grads)
             try:
@@ -207,14 +220,20 @@ def _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None
                 profiler.called(token)
             if not retain_graph:
                 node.release()
-            for i, (edge, g) in enumerate(zip(node._edges, grad_inputs)):
+            i = -1
+            for edge, g in zip(node._edges, grad_inputs):
+                i += 1
                 if edge is None:
                     continue
                 child, nr = edge
                 if needed is not None and child not in needed:
                     continue
                 if g is not None:
-                    g = _adjust(g, node._in_meta[i], node, i)
+                    meta = node._in_meta[i]
+                    # the usual gradient already matches its input: skip _adjust's frame
+                    if (g._data.shape != meta[0] or g._dtype is not meta[1]
+                            or g._device is not meta[2]):
+                        g = _adjust(g, meta, node, i)
                     buf = buffers.get(child)
                     if buf is None:
                         buf = buffers[child] = [None] * child.num_outputs
@@ -288,14 +307,18 @@ def _check_hook_tuple(hook, out, expected):
 
 
 def _call_node(node, grads):
-    if all(g is None for g in grads):
+    for g in grads:
+        if g is not None:
+            break
+    else:
         return (None,) * len(node._edges)
     out = node.backward(*grads)
-    if not isinstance(out, tuple):
-        out = (out,)
-    if len(out) != len(node._edges):
+    if out.__class__ is not tuple:
+        out = out if isinstance(out, tuple) else (out,)
+    n_edges = len(node._edges)
+    if len(out) != n_edges:
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {len(node._edges)}, got {len(out)})")
+                           f"(expected {n_edges}, got {len(out)})")
     if anomaly_mode._enabled and anomaly_mode._check_nan:
         for i, g in enumerate(out):
             if g is not None and g.isnan().any().item():

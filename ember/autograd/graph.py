@@ -202,10 +202,23 @@ def run_tensor_hooks(hooks, grad):
 
 def init_node(node, inputs):
     """Fill the graph fields of a freshly made node from its input tensors."""
-    node._edges = tuple(_edge(t) if t is not None and t.requires_grad else None
-                                for t in inputs)
-    node._in_meta = tuple((t._data.shape, t._dtype, t._device) if t is not None else None
-                          for t in inputs)
+    # One explicit loop, not two generator expressions: every recorded op passes here, and a
+    # generator's frame and resumptions cost more than the tuples it builds.
+    edges = []
+    meta = []
+    for t in inputs:
+        if t is None:
+            edges.append(None)
+            meta.append(None)
+            continue
+        if t.requires_grad:
+            fn = t.grad_fn
+            edges.append((fn, t._output_nr) if fn is not None else (accumulate_grad_node(t), 0))
+        else:
+            edges.append(None)
+        meta.append((t._data.shape, t._dtype, t._device))
+    node._edges = tuple(edges)
+    node._in_meta = tuple(meta)
     node._seq = next(_sequence)
     node._saved = ()
     node._pre_hooks = node._hooks = node._tensor_pre_hooks = node._retained = None

@@ -43,7 +43,10 @@ def record(node_cls, inputs, out, save=(), save_out=False, **attrs):
     if attrs:
         node.__dict__.update(attrs)
     if save or save_out:
-        saved = [SavedTensor(t) if t is not None else None for t in save]
+        # A loop, not a comprehension: a comprehension is a frame of its own, per op.
+        saved = []
+        for t in save:
+            saved.append(SavedTensor(t) if t is not None else None)
         if save_out:
             saved.append(SavedTensor(out, True))
         node._saved = tuple(saved)

@@ -149,6 +149,36 @@ def _tangent_sum(*terms):
     return out
 
 
+def pointwise_jvp(node, *tangents):
+    """``jvp`` of an element-wise op of several (broadcasting) real inputs: output element k
+    depends on element k of each input only, so the backward of ones gives every partial
+    derivative at once, shaped like the output (the engine, not the backward, sums broadcast
+    dims), and the tangent is the sum of partial times tangent. One backward, against the
+    fallback's backward plus double backward."""
+    shapes = []
+    for meta, t in zip(node._in_meta, tangents):
+        if t is not None and (t._dtype._kind == 3 or meta is None):
+            return NotImplemented
+        if meta is not None:
+            shapes.append(meta[0])
+    if node.num_outputs != 1:
+        return NotImplemented
+    from .shape import broadcast_shapes
+    shape = tuple(broadcast_shapes(*shapes))
+    first = next(t for t in tangents if t is not None)
+    partials = node.backward(first.new_ones(shape))
+    if not isinstance(partials, (tuple, list)):
+        partials = (partials,)
+    terms = []
+    for partial, t in zip(partials, tangents):
+        if t is None:
+            continue
+        if partial is None or tuple(partial.shape) != shape:
+            return NotImplemented
+        terms.append(partial * t)
+    return _tangent_sum(*terms)
+
+
 def _check_alpha(alpha, rt):
     if rt._kind < 2 and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
@@ -167,7 +197,26 @@ def _sparse_operand(input, other):
                 and getattr(other, "_layout", _STRIDED) is not _STRIDED))
 
 
+# The operand classes of the common call, a tensor with a tensor or a Python number: it needs
+# no sparse or reflected-operand handling, so add, sub and mul take it without helper frames.
+_FAST_OTHER = frozenset((Tensor, float, int))
+
+
+_BOOL = dt.bool
+
+
 def add(input, other, *, alpha=1, out=None):
+    if input.__class__ is Tensor and other.__class__ in _FAST_OTHER and alpha == 1:
+        a, b, rt = binary_operands(input, other)
+        data = input._backend.xp.add(a, b)
+        if data.dtype != rt.np:
+            data = input._backend.xp.asarray(data).astype(rt.np)
+        res = _wrap(data, rt, input)
+        o = other if other.__class__ is Tensor else None
+        if (needs_grad(input, o) if _dispatch._dual_active else _grad_state.enabled and (
+                input._requires_grad or (o is not None and o._requires_grad))):
+            record(AddBackward0, (input, o), res, alpha=1)
+        return res if out is None else _maybe_out(res, out)
     if _sparse_operand(input, other):
         from .sparse import add_function
         return add_function(input, other, alpha, out)
@@ -197,6 +246,16 @@ def _is_bool_operand(x):
 
 
 def sub(input, other, *, alpha=1, out=None):
+    if (input.__class__ is Tensor and other.__class__ in _FAST_OTHER and alpha == 1
+            and input._dtype is not _BOOL
+            and (other.__class__ is not Tensor or other._dtype is not _BOOL)):
+        a, b, rt = binary_operands(input, other)
+        res = _wrap(input._backend.xp.subtract(a, b), rt, input)
+        o = other if other.__class__ is Tensor else None
+        if (needs_grad(input, o) if _dispatch._dual_active else _grad_state.enabled and (
+                input._requires_grad or (o is not None and o._requires_grad))):
+            record(SubBackward0, (input, o), res, alpha=1)
+        return res if out is None else _maybe_out(res, out)
     if _is_bool_operand(input) or _is_bool_operand(other):
         if _is_bool_operand(input) and _is_bool_operand(other):
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
@@ -259,6 +318,9 @@ class AddBackward1(Node):
 
     def backward(self, grad):
         return grad
+
+    def jvp(self, t):
+        return t
 
 
 class SubBackward1(AddBackward1):  # d(input - number) = d(input + number)
@@ -343,19 +405,23 @@ class MulBackward0(Node):
 def mul(input, other, *, out=None):
     if not isinstance(input, Tensor):
         input, other = other, input
-    if _sparse_operand(input, other):
+    if not (input.__class__ is Tensor and other.__class__ in _FAST_OTHER) and _sparse_operand(
+            input, other):
         from .sparse import mul_function
         return mul_function(input, other, out)
     a, b, rt = binary_operands(input, other)
     res = _wrap(input._backend.xp.multiply(a, b), rt, input)
+    # needs_grad's test written out (outside a dual level): a call per op is ~5% of a small one
     if isinstance(other, Tensor):
-        if needs_grad(input, other):
+        if (needs_grad(input, other) if _dispatch._dual_active else _grad_state.enabled and (
+                input._requires_grad or other._requires_grad)):
             record(MulBackward0, (input, other), res,
                    save=(input if other._requires_grad else None,
                          other if input._requires_grad else None))
-    elif needs_grad(input):
+    elif (needs_grad(input) if _dispatch._dual_active else _grad_state.enabled
+            and input._requires_grad):
         record(MulBackward0, (input, None), res, save=(None, None), scalar=other)
-    return _maybe_out(res, out)
+    return res if out is None else _maybe_out(res, out)
 
 
 class DivBackward0(Node):
@@ -385,6 +451,7 @@ class DivBackward0(Node):
 class DivBackward2(Node):
     """``div`` with a rounding mode: a step function, so a zero gradient for both inputs."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         zero = _zeros_like(grad)
@@ -458,6 +525,7 @@ class RemainderBackward1(Node):
     """``remainder``/``fmod`` of two tensors; the number-divisor forms (``...Backward0``) have
     one edge, and the gradient passes through unchanged."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         a, b = self.saved_tensors
@@ -473,6 +541,7 @@ class FmodBackward1(RemainderBackward1):
 
 class RemainderBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         return (grad,)
@@ -657,6 +726,7 @@ def square(input, *, out=None):
 
 class Atan2Backward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         y, x = self.saved_tensors
@@ -680,6 +750,7 @@ arctan2 = atan2
 
 class HypotBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         a, b, h = self.saved_tensors
@@ -699,6 +770,7 @@ def hypot(input, other):
 class MaximumBackward0(Node):
     """Ties split the gradient evenly, as PyTorch does; a NaN sends it to both inputs."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         a, b = self.saved_tensors
@@ -887,6 +959,13 @@ class UnaryBackward(Node):
         # f'(x) t: the formula without the conjugation (exact for holomorphic complex inputs
         # too); abs of a complex number is not holomorphic and takes the generic path
         saved = self.saved_tensors
+        if saved and saved[0]._dtype._kind == 3 and not self.holomorphic and self.saves == "x":
+            # |z| (the one such op): d|z| = Re(conj(z) dz) / |z|, 0 at z = 0 as PyTorch
+            z = saved[0]
+            r = z.abs()
+            zero = r == 0
+            return ((z.real * t.real + z.imag * t.imag) / r.masked_fill(zero, 1)).masked_fill(
+                zero, 0)
         if (saved and saved[0]._dtype._kind == 3 and not self.holomorphic) or (
                 t._dtype._kind == 3 and not saved):
             return NotImplemented
@@ -994,6 +1073,7 @@ def _make_unary(name, fwd, formula, saves, policy):
 
     sparse_form = name == "neg"  # the one unary op PyTorch also defines on sparse tensors
     autocast_op = name if name in AUTOCAST_UNARY else None
+    to_float = policy == "float"
 
     def op(input, *, out=None):
         if autocast_op is not None and _autocast.active and _autocast.enabled_for(input,
@@ -1003,9 +1083,12 @@ def _make_unary(name, fwd, formula, saves, policy):
             from .sparse import neg as sparse_neg
             return sparse_neg(input)
         d = input._dtype
-        if policy == "float" and d._kind < 2:
-            d = dt.get_default_dtype()
-            x = input._data.astype(d.np)
+        if to_float:  # a floating input passes _check_unary_dtype under this policy
+            if d._kind < 2:
+                d = dt.get_default_dtype()
+                x = input._data.astype(d.np)
+            else:
+                x = input._data
         elif _check_unary_dtype(name, d, policy) or (name == "sign" and d is dt.bool):
             return _maybe_out(_wrap(input._data.copy(), d, input), out)
         else:
@@ -1016,14 +1099,16 @@ def _make_unary(name, fwd, formula, saves, policy):
                 d = d.to_real()
             data = data.astype(d.np)
         res = _wrap(data, d, input)
-        if _needs(input):
+        # _needs's test written out: a call per op is ~5% of a small one
+        if (_dispatch.needs_grad(input) if _dispatch._dual_active
+                else input._requires_grad and _grad_state.enabled):
             if saves == "x":
                 record(node_cls, (input,), res, save=(input,))
             elif saves == "y":
                 record(node_cls, (input,), res, save_out=True)
             else:
                 record(node_cls, (input,), res)
-        return _maybe_out(res, out)
+        return res if out is None else _maybe_out(res, out)
 
     op.__name__ = name
     op.__qualname__ = name
@@ -1063,6 +1148,7 @@ def positive(input):
 
 class RoundBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         return _zeros_like(grad)
@@ -1088,6 +1174,7 @@ def round(input, *, decimals=None):
 
 class LogitBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         (x,) = self.saved_tensors
@@ -1130,6 +1217,7 @@ class ClampBackward0(Node):
     """``clamp`` with tensor bounds. When ``min > max`` every element is ``max``, so only
     ``max`` gets the gradient (PyTorch's ``clamp_backward_min_max``)."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         x, lo, hi = self.saved_tensors
@@ -1208,6 +1296,7 @@ class ClampMaxBackward0(ClampBackward1):
 
 class ClampMinBackward1(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         x, bound = self.saved_tensors
@@ -1218,6 +1307,7 @@ class ClampMinBackward1(Node):
 
 class ClampMaxBackward1(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         x, bound = self.saved_tensors
@@ -1306,6 +1396,7 @@ def _scalar_array(xp, value, dtype):
 class LerpBackward0(Node):
     """``lerp`` with a number weight."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         w = self.weight
@@ -1315,6 +1406,7 @@ class LerpBackward0(Node):
 class LerpBackward1(Node):
     """``lerp`` with a tensor weight."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         start, end, weight = self.saved_tensors
@@ -1357,6 +1449,7 @@ def lerp(input, end, weight):
 
 class NanToNumBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         (x,) = self.saved_tensors
@@ -1383,6 +1476,7 @@ class XlogyBackward0(Node):
     """``x * log(y)`` (0 where ``x`` is 0) of two tensors; a number ``x`` (``XlogyBackward1``)
     or ``y`` (``XlogyBackward2``) leaves one edge, to the tensor operand."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
     operands = (0, 1)  # which of (x, y) have an edge, in order
 
     def backward(self, grad):
@@ -1462,6 +1556,14 @@ class CopysignBackward0(Node):
         g_other = grad.new_zeros(self._in_meta[1][0]) if self._edges[1] is not None else None
         return grad * ratio, g_other
 
+    def jvp(self, t_input, t_other=None):
+        # the sign argument moves nothing (almost everywhere)
+        x, result = self.saved_tensors
+        if t_input is None:
+            return result.new_zeros(result.shape)
+        zero = x == 0
+        return t_input * (result / x.masked_fill(zero, 1)).masked_fill(zero, 0)
+
 
 class CopysignBackward1(CopysignBackward0):
     """``copysign`` with a number sign: one edge, to the input."""
@@ -1484,6 +1586,7 @@ def copysign(input, other):
 
 class LogaddexpBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         a, b = self.saved_tensors
@@ -1561,6 +1664,7 @@ def heaviside(input, values):
 
 class Deg2RadBackward0(Node):
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         return (grad * self.factor,)
@@ -1615,6 +1719,7 @@ def float_power_(input, exponent):
 class NextafterBackward0(Node):
     """PyTorch passes the gradient straight through to ``input`` (the step is negligible)."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         g_other = grad.new_zeros(self._in_meta[1][0]) if self._edges[1] is not None else None
@@ -1681,6 +1786,7 @@ def _scaled(product, value):
 class AddcmulBackward0(Node):
     """``input + value * tensor1 * tensor2`` (edges: input, tensor1, tensor2)."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         t1, t2 = self.saved_tensors
@@ -1693,6 +1799,7 @@ class AddcmulBackward0(Node):
 class AddcdivBackward0(Node):
     """``input + value * tensor1 / tensor2`` (edges: input, tensor1, tensor2)."""
     __slots__ = ()
+    jvp = pointwise_jvp  # a diagonal Jacobian per input
 
     def backward(self, grad):
         t1, t2 = self.saved_tensors
