@@ -6,12 +6,20 @@ from ..parameter import Parameter
 from .. import functional as F
 from .. import init as nn_init
 from ... import ops as _ops
+from ..._quantized_tensor import QuantizedTensor
 from .module import Module
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
            "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign",
            "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+
+
+def _qF():
+    # A quantized input (eager-mode quantization leaves these layers float between quantized
+    # ones) runs torch's QuantizedCPU kernel, as torch's layers do.
+    from ...ao.nn.quantized import functional
+    return functional
 
 
 def _inplace_suffix(inplace):
@@ -48,6 +56,10 @@ class Threshold(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            qF = _qF()
+            return qF._result(input, qF.threshold(input, self.threshold, self.value),
+                              self.inplace)
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self):
@@ -56,6 +68,11 @@ class Threshold(Module):
 
 class ReLU(_InplaceOnly):
     _function = staticmethod(F.relu)
+
+    def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            return input.relu_() if self.inplace else input.relu()
+        return F.relu(input, inplace=self.inplace)
 
 
 class RReLU(Module):
@@ -89,6 +106,8 @@ class Hardtanh(Module):
         assert self.max_val > self.min_val
 
     def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            return _qF().hardtanh(input, self.min_val, self.max_val, self.inplace)
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
@@ -106,9 +125,19 @@ class ReLU6(Hardtanh):
 class Sigmoid(_Stateless):
     _function = staticmethod(_ops.sigmoid)
 
+    def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            return input.sigmoid()
+        return _ops.sigmoid(input)
+
 
 class Tanh(_Stateless):
     _function = staticmethod(_ops.tanh)
+
+    def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            return input.tanh()
+        return _ops.tanh(input)
 
 
 class SiLU(_InplaceOnly):
@@ -121,6 +150,11 @@ class Mish(_InplaceOnly):
 
 class Hardsigmoid(_InplaceOnly):
     _function = staticmethod(F.hardsigmoid)
+
+    def forward(self, input):
+        if input.__class__ is QuantizedTensor and type(self) is Hardsigmoid:
+            return _qF().hardsigmoid(input, self.inplace)
+        return type(self)._function(input, inplace=self.inplace)
 
     def extra_repr(self):
         return ""
@@ -202,6 +236,8 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        if input.__class__ is QuantizedTensor:
+            return _qF().leaky_relu(input, self.negative_slope, self.inplace)
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):

@@ -113,6 +113,22 @@ def adaptive_avg_pool2d(input, output_size):
     return _rounded_back(input, out._data, z)
 
 
+def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+                count_include_pad=True):
+    """``nn.AvgPool1d`` of a quantized tensor: the 2-d pooling over a unit height."""
+    def one(v):
+        return v if isinstance(v, int) else v[0]
+    out = avg_pool2d(input.unsqueeze(-2), (1, one(kernel_size)),
+                     None if stride is None else (1, one(stride)), (0, one(padding)),
+                     ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def _adaptive_avg_pool1d(input, output_size):
+    size = output_size if isinstance(output_size, int) else output_size[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
 def hardswish(input, scale, zero_point):
     _quantized(input, "hardswish")
     return _ops.via_float(input, lambda x: x * np.clip(x + np.float32(3), 0, 6) / np.float32(6),
@@ -133,15 +149,29 @@ def celu(input, scale, zero_point, alpha=1.0):
                           zero_point)
 
 
+def _result(input, out, inplace):
+    """``out``, or with ``inplace`` written into ``input`` (its integers and qparams, which
+    hardsigmoid fixes), as torch's in-place quantized kernels do."""
+    if not inplace:
+        return out
+    input._data.array[...] = out._data.array
+    input._scale, input._zero_point = out._scale, out._zero_point
+    return input
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False, scale=None, zero_point=None):
     _quantized(input, "leaky_relu")
     s = np.float32(negative_slope)
-    return _ops.via_float(input, lambda x: np.where(x > 0, x, x * s), scale, zero_point)
+    if inplace and scale is not None:
+        raise ValueError("quantized leaky_relu: an in-place call keeps the input's qparams; "
+                         "pass scale/zero_point only with inplace=False")
+    return _result(input, _ops.via_float(input, lambda x: np.where(x > 0, x, x * s), scale,
+                                         zero_point), inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     _quantized(input, "hardtanh")
-    return _ops.q_hardtanh(input, min_val, max_val)
+    return _result(input, _ops.q_hardtanh(input, min_val, max_val), inplace)
 
 
 def clamp(input, min_, max_):
@@ -160,12 +190,12 @@ def threshold(input, threshold, value):
 def hardsigmoid(input, inplace=False):
     _quantized(input, "hardsigmoid")
     # torch's quantized hardsigmoid, like sigmoid, fixes the output qparams to [0, 1]
-    return _ops.q_hardsigmoid(input)
+    return _result(input, _ops.q_hardsigmoid(input), inplace)
 
 
 def relu6(input, inplace=False):
     _quantized(input, "relu6")
-    return _ops.relu6(input)
+    return _result(input, _ops.relu6(input), inplace)
 
 
 def dropout(input, p=0.5, training=False, inplace=False):
