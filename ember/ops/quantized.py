@@ -1158,6 +1158,12 @@ def q_fill_(q, value):
                                f"{value.ndim} dimensions.")
         value = value.item()
     x = xp.full(q.shape, value, dtype=np.float32)
+    return _write_values(q, x)
+
+
+def _write_values(q, x):
+    """Float values ``x`` (``q``'s shape) quantized with ``q``'s own qparams into its memory."""
+    xp = q._backend.xp
     if q._qscheme in _PER_TENSOR:
         ints = quantize_array(xp, x, q._scale, q._zero_point, q._dtype)
     else:
@@ -1189,12 +1195,7 @@ def q_copy_(q, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     x = xp.broadcast_to(_float_input(src, "copy_"), q.shape)
-    if q._qscheme in _PER_TENSOR:
-        ints = quantize_array(xp, x, q._scale, q._zero_point, q._dtype)
-    else:
-        ints = quantize_array_per_channel(xp, x, q._scales, q._zero_points, q._axis, q._dtype)
-    q._data.array[...] = ints
-    return q
+    return _write_values(q, x)
 
 
 def q_stack(tensors, dim=0, out=None):

@@ -137,20 +137,11 @@ ROUTED_ELSEWHERE = [
 ]
 
 
+@pytest.mark.parametrize("table", ["methods", "function_forms"])
 @pytest.mark.parametrize("params", PER_TENSOR, ids=lambda p: f"{p[0]}-{p[2]}")
-def test_methods_per_tensor(params):
+def test_ops_per_tensor(params, table):
     t, e = _pair(*params)
-    for name, tf, ef in METHOD_OPS:
-        try:
-            _same(tf(t), ef(e))
-        except AssertionError as err:
-            raise AssertionError(f"{name}: {err}") from None
-
-
-@pytest.mark.parametrize("params", PER_TENSOR, ids=lambda p: f"{p[0]}-{p[2]}")
-def test_function_forms_per_tensor(params):
-    t, e = _pair(*params)
-    for name, tf, ef in FUNCTION_OPS:
+    for name, tf, ef in {"methods": METHOD_OPS, "function_forms": FUNCTION_OPS}[table]:
         try:
             _same(tf(t), ef(e))
         except AssertionError as err:
