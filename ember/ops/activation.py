@@ -79,8 +79,11 @@ def _relu_grad(grad, y):
 
 
 def relu(input):
-    if input._dtype is dt.bool:
-        raise RuntimeError("Boolean inputs not supported for relu")
+    if input._dtype._kind != 2:  # not floating: bool refused, a quantized dtype's own kernel
+        if input._dtype is dt.bool:
+            raise RuntimeError("Boolean inputs not supported for relu")
+        if input._dtype._kind == 4:
+            return input.relu()
     x = input._data
     res = _wrap(input._backend.xp.maximum(x, x.dtype.type(0)), input._dtype, input)
     if needs_grad(input):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+import torch.ao.nn.quantized.functional as TQF
 
 import ember
 import ember.nn.functional as EF
@@ -97,30 +98,50 @@ METHOD_OPS = [
     ("to", lambda q: q.to("cpu"), lambda q: q.to("cpu")),
 ]
 
-# torch's function forms on a quantized input, against the kernel Ember offers for each: the
-# tensor method, ember.ao.nn.quantized.functional (torch.ao's too), or the function itself
+# torch's function forms on a quantized input, against Ember's: the same function, or where it
+# does not dispatch on quantized inputs (the top-level unary and reduction ops), the method
 FUNCTION_OPS = [
-    ("relu", lambda q: TF.relu(q), lambda q: q.relu()),
-    ("torch.relu", lambda q: torch.relu(q), lambda q: q.relu()),
-    ("hardtanh", lambda q: TF.hardtanh(q, -0.8, 1.2), lambda q: QF.hardtanh(q, -0.8, 1.2)),
-    ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: QF.clamp(q, -0.8, 1.2)),
-    ("relu6", lambda q: TF.relu6(q), lambda q: QF.relu6(q)),
-    ("sigmoid", lambda q: torch.sigmoid(q), lambda q: q.sigmoid()),
+    ("relu", lambda q: TF.relu(q), lambda q: EF.relu(q)),
+    ("relu_inplace", lambda q: TF.relu(q.clone(), inplace=True),
+     lambda q: EF.relu(q.clone(), inplace=True)),
+    ("torch.relu", lambda q: torch.relu(q), lambda q: ember.relu(q)),
+    ("hardtanh", lambda q: TF.hardtanh(q, -0.8, 1.2), lambda q: EF.hardtanh(q, -0.8, 1.2)),
+    ("ao_hardtanh", lambda q: TQF.hardtanh(q, -0.8, 1.2), lambda q: QF.hardtanh(q, -0.8, 1.2)),
+    ("ao_clamp", lambda q: TQF.clamp(q, -0.8, 1.2), lambda q: QF.clamp(q, -0.8, 1.2)),
+    ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: q.clamp(-0.8, 1.2)),
+    ("relu6", lambda q: TF.relu6(q), lambda q: EF.relu6(q)),
+    ("sigmoid", lambda q: TF.sigmoid(q), lambda q: EF.sigmoid(q)),
     ("tanh", lambda q: torch.tanh(q), lambda q: q.tanh()),
-    ("hardsigmoid", lambda q: TF.hardsigmoid(q), lambda q: QF.hardsigmoid(q)),
-    ("leaky_relu", lambda q: TF.leaky_relu(q, 0.1), lambda q: QF.leaky_relu(q, 0.1)),
-    ("threshold", lambda q: TF.threshold(q, 0.2, -0.5), lambda q: QF.threshold(q, 0.2, -0.5)),
-    ("max_pool2d", lambda q: TF.max_pool2d(q, 2), lambda q: QF.max_pool2d(q, 2)),
-    ("max_pool2d_pad", lambda q: TF.max_pool2d(q, 3, 2, 1), lambda q: QF.max_pool2d(q, 3, 2, 1)),
+    ("hardsigmoid", lambda q: TF.hardsigmoid(q), lambda q: EF.hardsigmoid(q)),
+    ("ao_hardsigmoid", lambda q: TQF.hardsigmoid(q), lambda q: QF.hardsigmoid(q)),
+    ("leaky_relu", lambda q: TF.leaky_relu(q, 0.1), lambda q: EF.leaky_relu(q, 0.1)),
+    ("ao_leaky_relu", lambda q: TQF.leaky_relu(q, 0.1), lambda q: QF.leaky_relu(q, 0.1)),
+    ("threshold", lambda q: TF.threshold(q, 0.2, -0.5), lambda q: EF.threshold(q, 0.2, -0.5)),
+    ("ao_threshold", lambda q: TQF.threshold(q, 0.2, -0.5),
+     lambda q: QF.threshold(q, 0.2, -0.5)),
+    ("max_pool2d", lambda q: TF.max_pool2d(q, 2), lambda q: EF.max_pool2d(q, 2)),
+    ("max_pool2d_pad", lambda q: TF.max_pool2d(q, 3, 2, 1), lambda q: EF.max_pool2d(q, 3, 2, 1)),
+    ("ao_max_pool2d", lambda q: TQF.max_pool2d(q, 3, 2, 1),
+     lambda q: QF.max_pool2d(q, 3, 2, 1)),
     ("max_pool1d", lambda q: TF.max_pool1d(q.flatten(0, 1), 3),
-     lambda q: QF.max_pool1d(q.flatten(0, 1), 3)),
-    ("avg_pool2d", lambda q: TF.avg_pool2d(q, 2), lambda q: QF.avg_pool2d(q, 2)),
-    ("avg_pool2d_pad", lambda q: TF.avg_pool2d(q, 3, 2, 1), lambda q: QF.avg_pool2d(q, 3, 2, 1)),
+     lambda q: EF.max_pool1d(q.flatten(0, 1), 3)),
+    ("avg_pool2d", lambda q: TF.avg_pool2d(q, 2), lambda q: EF.avg_pool2d(q, 2)),
+    ("avg_pool2d_pad", lambda q: TF.avg_pool2d(q, 3, 2, 1), lambda q: EF.avg_pool2d(q, 3, 2, 1)),
+    ("ao_avg_pool2d", lambda q: TQF.avg_pool2d(q, 3, 2, 1),
+     lambda q: QF.avg_pool2d(q, 3, 2, 1)),
+    ("avg_pool1d", lambda q: TF.avg_pool1d(q.flatten(0, 1), 3),
+     lambda q: EF.avg_pool1d(q.flatten(0, 1), 3)),
     ("adaptive_avg_pool2d", lambda q: TF.adaptive_avg_pool2d(q, 4),
+     lambda q: EF.adaptive_avg_pool2d(q, 4)),
+    ("ao_adaptive_avg_pool2d", lambda q: TQF.adaptive_avg_pool2d(q, 4),
      lambda q: QF.adaptive_avg_pool2d(q, 4)),
+    ("adaptive_avg_pool1d", lambda q: TF.adaptive_avg_pool1d(q.flatten(0, 1), 4),
+     lambda q: EF.adaptive_avg_pool1d(q.flatten(0, 1), 4)),
     ("nearest", lambda q: TF.interpolate(q, scale_factor=2),
-     lambda q: QF.interpolate(q, scale_factor=2)),
+     lambda q: EF.interpolate(q, scale_factor=2)),
     ("bilinear", lambda q: TF.interpolate(q, size=(9, 9), mode="bilinear"),
+     lambda q: EF.interpolate(q, size=(9, 9), mode="bilinear")),
+    ("ao_bilinear", lambda q: TQF.interpolate(q, size=(9, 9), mode="bilinear"),
      lambda q: QF.interpolate(q, size=(9, 9), mode="bilinear")),
     ("mean", lambda q: torch.mean(q, (2, 3)), lambda q: q.mean((2, 3))),
     ("cat", lambda q: torch.cat([q, q], 1), lambda q: ember.cat([q, q], 1)),
@@ -128,12 +149,10 @@ FUNCTION_OPS = [
     ("stack_neg", lambda q: torch.stack([q, q], -1), lambda q: ember.stack([q, q], -1)),
     ("flatten", lambda q: torch.flatten(q, 1), lambda q: q.flatten(1)),
 ]
-# Ember's function forms without a quantized kernel behind them: the error names the one to call
+# Ember's function forms without a quantized dispatch: the error names the method to call
 ROUTED_ELSEWHERE = [
-    (lambda q: ember.relu(q), ".relu()"), (lambda q: EF.relu(q), ".relu()"),
-    (lambda q: ember.mean(q), ".mean()"), (lambda q: ember.flatten(q, 1), ".flatten()"), (lambda q: ember.tanh(q), ".tanh()"),
-    (lambda q: EF.max_pool2d(q, 2), "ember.ao.nn.quantized.functional.max_pool2d"),
-    (lambda q: EF.hardsigmoid(q), "ember.ao.nn.quantized.functional.hardsigmoid"),
+    (lambda q: ember.mean(q), ".mean()"), (lambda q: ember.flatten(q, 1), ".flatten()"),
+    (lambda q: ember.tanh(q), ".tanh()"), (lambda q: ember.clamp(q, -1, 1), ".clamp()"),
 ]
 
 

@@ -8,6 +8,7 @@ import ember
 from ...ops import activation as _ops
 from ...ops.inplace import inplace as _inplace
 from ...amp import autocast_mode as _autocast
+from ..._quantized_tensor import QuantizedTensor
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", "hardswish",
            "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu",
@@ -16,12 +17,21 @@ __all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", 
            "softshrink", "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "gumbel_softmax"]
 
 
+def _qF():
+    # A quantized input runs torch's QuantizedCPU kernel, as torch's functions dispatch it
+    from ...ao.nn.quantized import functional
+    return functional
+
+
 def _apply(op, input, inplace, *args):
     return _inplace(input, op, *args) if inplace else op(input, *args)
 
 
 # The in-place forms call ops' own (which record torch's ...Backward1 nodes).
 def threshold(input, threshold, value, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        qF = _qF()
+        return qF._result(input, qF.threshold(input, threshold, value), inplace)
     if inplace:
         return _ops.threshold_(input, threshold, value)
     return _ops.threshold(input, threshold, value)
@@ -32,6 +42,8 @@ def threshold_(input, threshold, value):
 
 
 def relu(input, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        return input.relu_() if inplace else input.relu()
     return _apply(_ops.relu, input, inplace)
 
 
@@ -40,6 +52,8 @@ def relu_(input):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().hardtanh(input, min_val, max_val, inplace)
     return _apply(_ops.hardtanh, input, inplace, min_val, max_val)
 
 
@@ -48,6 +62,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def relu6(input, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().hardtanh(input, 0.0, 6.0, inplace)
     return _apply(_ops.relu6, input, inplace)
 
 
@@ -56,6 +72,8 @@ def hardswish(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().hardsigmoid(input, inplace)
     return _apply(_ops.hardsigmoid, input, inplace)
 
 
@@ -84,6 +102,8 @@ def celu_(input, alpha=1.0):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().leaky_relu(input, negative_slope, inplace)
     if inplace:
         return _ops.leaky_relu_(input, negative_slope)
     return _ops.leaky_relu(input, negative_slope)

@@ -5,6 +5,7 @@ import functools
 import math
 
 from ..._tensor import _wrap, wrap_dim_no_scalar
+from ..._quantized_tensor import QuantizedTensor
 from ... import _dtype as dt
 from ...ops._dispatch import dtype_name
 from ...ops import pooling as _pool
@@ -114,13 +115,25 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     return (values, indices) if return_indices else values
 
 
+def _qF():
+    # A quantized input runs torch's QuantizedCPU kernel, as torch's functions dispatch it
+    from ...ao.nn.quantized import functional
+    return functional
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
     return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    if input.__class__ is QuantizedTensor:
+        return _qF().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
     return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
@@ -192,11 +205,17 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode, count_include_p
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
+    if input.__class__ is QuantizedTensor:
+        return _qF()._avg_pool1d(input, kernel_size, stride, padding, ceil_mode,
+                                 count_include_pad)
     return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    if input.__class__ is QuantizedTensor:
+        return _qF().avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
+                                count_include_pad, divisor_override)
     return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override)
 
@@ -270,10 +289,14 @@ def _adaptive_avg(n, input, output_size):
 
 
 def adaptive_avg_pool1d(input, output_size):
+    if input.__class__ is QuantizedTensor:
+        return _qF()._adaptive_avg_pool1d(input, output_size)
     return _adaptive_avg(1, input, output_size)
 
 
 def adaptive_avg_pool2d(input, output_size):
+    if input.__class__ is QuantizedTensor:
+        return _qF().adaptive_avg_pool2d(input, output_size)
     return _adaptive_avg(2, input, output_size)
 
 

@@ -15,13 +15,6 @@ __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsi
            "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
 
 
-def _qF():
-    # A quantized input (eager-mode quantization leaves these layers float between quantized
-    # ones) runs torch's QuantizedCPU kernel, as torch's layers do.
-    from ...ao.nn.quantized import functional
-    return functional
-
-
 def _inplace_suffix(inplace):
     return ", inplace=True" if inplace else ""
 
@@ -56,10 +49,6 @@ class Threshold(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor:
-            qF = _qF()
-            return qF._result(input, qF.threshold(input, self.threshold, self.value),
-                              self.inplace)
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self):
@@ -68,11 +57,6 @@ class Threshold(Module):
 
 class ReLU(_InplaceOnly):
     _function = staticmethod(F.relu)
-
-    def forward(self, input):
-        if input.__class__ is QuantizedTensor:
-            return input.relu_() if self.inplace else input.relu()
-        return F.relu(input, inplace=self.inplace)
 
 
 class RReLU(Module):
@@ -106,8 +90,6 @@ class Hardtanh(Module):
         assert self.max_val > self.min_val
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor:
-            return _qF().hardtanh(input, self.min_val, self.max_val, self.inplace)
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
@@ -126,7 +108,7 @@ class Sigmoid(_Stateless):
     _function = staticmethod(_ops.sigmoid)
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor:
+        if input.__class__ is QuantizedTensor:  # torch's QuantizedCPU kernel (fixed qparams)
             return input.sigmoid()
         return _ops.sigmoid(input)
 
@@ -150,11 +132,6 @@ class Mish(_InplaceOnly):
 
 class Hardsigmoid(_InplaceOnly):
     _function = staticmethod(F.hardsigmoid)
-
-    def forward(self, input):
-        if input.__class__ is QuantizedTensor and type(self) is Hardsigmoid:
-            return _qF().hardsigmoid(input, self.inplace)
-        return type(self)._function(input, inplace=self.inplace)
 
     def extra_repr(self):
         return ""
@@ -236,8 +213,6 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor:
-            return _qF().leaky_relu(input, self.negative_slope, self.inplace)
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):

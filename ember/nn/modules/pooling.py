@@ -1,6 +1,5 @@
 """Pooling layers as ``torch.nn``: max, average, adaptive, Lp pooling and max unpooling."""
 from .. import functional as F
-from ..._quantized_tensor import QuantizedTensor
 from .module import Module
 from .utils import _per_dim
 
@@ -10,18 +9,10 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
            "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
-def _quantized_kernel(name):
-    # A quantized input (eager-mode quantization leaves pooling float between quantized
-    # layers) runs torch's QuantizedCPU kernel, as torch's layers do.
-    from ...ao.nn.quantized import functional
-    return getattr(functional, name)
-
-
 class _MaxPoolNd(Module):
     __constants__ = ["kernel_size", "stride", "padding", "dilation", "return_indices",
                      "ceil_mode"]
     _functional = None
-    _quantized = None  # the ao.nn.quantized.functional kernel a quantized input runs
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
@@ -34,11 +25,9 @@ class _MaxPoolNd(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        fn = type(self)._functional
-        if input.__class__ is QuantizedTensor and self._quantized:
-            fn = _quantized_kernel(self._quantized)
-        return fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return type(self)._functional(input, self.kernel_size, self.stride, self.padding,
+                                      self.dilation, ceil_mode=self.ceil_mode,
+                                      return_indices=self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -47,12 +36,10 @@ class _MaxPoolNd(Module):
 
 class MaxPool1d(_MaxPoolNd):
     _functional = staticmethod(F.max_pool1d)
-    _quantized = "max_pool1d"
 
 
 class MaxPool2d(_MaxPoolNd):
     _functional = staticmethod(F.max_pool2d)
-    _quantized = "max_pool2d"
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -77,11 +64,8 @@ class AvgPool1d(_AvgPoolNd):
         self.count_include_pad = count_include_pad
 
     def forward(self, input):
-        fn = F.avg_pool1d
-        if input.__class__ is QuantizedTensor:
-            fn = _quantized_kernel("_avg_pool1d")
-        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                  self.count_include_pad)
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
 
 
 class _AvgPoolWithDivisor(_AvgPoolNd):
@@ -99,16 +83,13 @@ class _AvgPoolWithDivisor(_AvgPoolNd):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        fn = type(self)._functional
-        if input.__class__ is QuantizedTensor and self._quantized:
-            fn = _quantized_kernel(self._quantized)
-        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                  self.count_include_pad, self.divisor_override)
+        return type(self)._functional(input, self.kernel_size, self.stride, self.padding,
+                                      self.ceil_mode, self.count_include_pad,
+                                      self.divisor_override)
 
 
 class AvgPool2d(_AvgPoolWithDivisor):
     _functional = staticmethod(F.avg_pool2d)
-    _quantized = "avg_pool2d"
 
 
 class AvgPool3d(_AvgPoolWithDivisor):
@@ -118,15 +99,12 @@ class AvgPool3d(_AvgPoolWithDivisor):
 class _AdaptiveAvgPoolNd(Module):
     __constants__ = ["output_size"]
     _functional = None
-    _quantized = None
 
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor and self._quantized:
-            return _quantized_kernel(self._quantized)(input, self.output_size)
         return type(self)._functional(input, self.output_size)
 
     def extra_repr(self):
@@ -135,12 +113,10 @@ class _AdaptiveAvgPoolNd(Module):
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     _functional = staticmethod(F.adaptive_avg_pool1d)
-    _quantized = "_adaptive_avg_pool1d"
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     _functional = staticmethod(F.adaptive_avg_pool2d)
-    _quantized = "adaptive_avg_pool2d"
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):

@@ -1,6 +1,5 @@
 """``Upsample`` and its fixed-mode forms, as ``torch.nn``."""
 from .. import functional as F
-from ..._quantized_tensor import QuantizedTensor
 from .module import Module
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
@@ -24,10 +23,6 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        if input.__class__ is QuantizedTensor:  # torch's QuantizedCPU upsampling kernels
-            from ...ao.nn.quantized import functional as qF
-            return qF.interpolate(input, self.size, self.scale_factor, self.mode,
-                                  self.align_corners)
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 
