@@ -260,3 +260,23 @@ def test_axpby_reads_an_overlapping_x_before_writing_y():
     expected = 2.0 * x.copy() + y.copy()
     backend.axpby(y, 2.0, x)
     np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_of_few_rows_by_a_transposed_weight(backend, dtype):
+    # x @ W.T at 1-64 rows (the rewrite OpenBLAS is faster with covers 2-48): NumPy's product,
+    # C-contiguous like it, through matmul and matmul_into (plain and accumulating)
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((512, 300)).astype(dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for m in (1, 2, 3, 8, 33, 48, 49, 64):
+        x = rng.standard_normal((m, 300)).astype(dtype)
+        want = x @ w.T
+        got = back(backend, backend.matmul(on(backend, x), on(backend, w).T))
+        assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+        out = on(backend, np.ones((m, 512), dtype))
+        backend.matmul_into(out, on(backend, x), on(backend, w).T, accumulate=True)
+        np.testing.assert_allclose(back(backend, out), want + 1, rtol=tol, atol=tol)
+        backend.matmul_into(out, on(backend, x), on(backend, w).T)
+        np.testing.assert_allclose(back(backend, out), want, rtol=tol, atol=tol)

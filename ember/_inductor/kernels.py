@@ -51,13 +51,15 @@ def linear(backend, x, w, b, out=None):
     stack of rows is flattened to one matrix), then the bias added in place."""
     xp = backend.xp
     rows = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+    # through the backend's product, as eager's: its BLAS choices (MKL, OpenBLAS's few-rows
+    # rewrite, CUDA's TF32 policy) hold in compiled graphs too
     if out is not None and not _writes_out(backend):
         out2 = backend.matmul(rows, w.T)
     elif out is not None:
         out2 = out if out.ndim == 2 else out.reshape(rows.shape[0], w.shape[0])
-        xp.matmul(rows, w.T, out=out2)
+        backend.matmul_into(out2, rows, w.T)
     else:
-        out2 = xp.matmul(rows, w.T)
+        out2 = backend.matmul(rows, w.T)
     if b is not None:
         xp.add(out2, b, out=out2)
     return out2 if x.ndim == 2 else out2.reshape(x.shape[:-1] + (w.shape[0],))
@@ -81,7 +83,8 @@ def linear_backward(backend, g, x, w, need_x, need_w, need_b):
 
 def matmul(backend, a, b, out=None):
     if out is not None and a.ndim == 2 and b.ndim == 2 and _writes_out(backend):
-        return backend.xp.matmul(a, b, out=out)
+        backend.matmul_into(out, a, b)
+        return out
     return backend.matmul(a, b)
 
 
