@@ -14,10 +14,13 @@ import numpy as np
 
 
 def main():
-    import threadpoolctl
-    info = threadpoolctl.threadpool_info()
-    blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i.get('num_threads')} threads)"
-                     for i in info if i.get("user_api") == "blas")
+    try:
+        import threadpoolctl
+        blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i.get('num_threads')} "
+                         "threads)" for i in threadpoolctl.threadpool_info()
+                         if i.get("user_api") == "blas")
+    except ImportError:
+        blas = "unknown (threadpoolctl is not installed: pip install 'ember[bench]')"
     print(f"BLAS: {blas}")
     rng = np.random.default_rng(0)
     for k, n in ((784, 512), (512, 512), (128, 512), (256, 1024), (1024, 4096), (512, 10)):
