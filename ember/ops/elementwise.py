@@ -1074,6 +1074,8 @@ def _make_unary(name, fwd, formula, saves, policy):
     sparse_form = name == "neg"  # the one unary op PyTorch also defines on sparse tensors
     autocast_op = name if name in AUTOCAST_UNARY else None
     to_float = policy == "float"
+    # the unary ops torch has QuantizedCPU kernels for: a quantized input runs the tensor's own
+    quantized_kernel = name in ("sigmoid", "tanh")
 
     def op(input, *, out=None):
         if autocast_op is not None and _autocast.active and _autocast.enabled_for(input,
@@ -1084,9 +1086,13 @@ def _make_unary(name, fwd, formula, saves, policy):
             return sparse_neg(input)
         d = input._dtype
         if to_float:  # a floating input passes _check_unary_dtype under this policy
-            if d._kind < 2:
+            if d._kind == 2:
+                x = input._data
+            elif d._kind < 2:
                 d = dt.get_default_dtype()
                 x = input._data.astype(d.np)
+            elif d._kind == 4 and quantized_kernel and out is None:
+                return getattr(input, name)()
             else:
                 x = input._data
         elif _check_unary_dtype(name, d, policy) or (name == "sign" and d is dt.bool):

@@ -165,9 +165,12 @@ class MeanBackward0(MeanBackward1):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = dt.check_dtype(dtype, "mean") or input._dtype
-    if out_dt._kind < 2:
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {dtype_name(out_dt)}")
+    if out_dt._kind != 2:
+        if out_dt._kind < 2:
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
+                               f"a floating point or complex dtype. Got: {dtype_name(out_dt)}")
+        if out_dt._kind == 4:  # a quantized tensor: its QuantizedCPU kernel
+            return input.mean(dim, keepdim, dtype=dtype)
     axes = _axes(input, dim)
     count = _numel(input._data.shape, axes)
     xp = input._backend.xp

@@ -99,7 +99,7 @@ METHOD_OPS = [
 ]
 
 # torch's function forms on a quantized input, against Ember's: the same function, or where it
-# does not dispatch on quantized inputs (the top-level unary and reduction ops), the method
+# does not dispatch on quantized inputs (ember.clamp, ember.flatten), the method
 FUNCTION_OPS = [
     ("relu", lambda q: TF.relu(q), lambda q: EF.relu(q)),
     ("relu_inplace", lambda q: TF.relu(q.clone(), inplace=True),
@@ -111,7 +111,8 @@ FUNCTION_OPS = [
     ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: q.clamp(-0.8, 1.2)),
     ("relu6", lambda q: TF.relu6(q), lambda q: EF.relu6(q)),
     ("sigmoid", lambda q: TF.sigmoid(q), lambda q: EF.sigmoid(q)),
-    ("tanh", lambda q: torch.tanh(q), lambda q: q.tanh()),
+    ("tanh", lambda q: torch.tanh(q), lambda q: ember.tanh(q)),
+    ("torch.sigmoid", lambda q: torch.sigmoid(q), lambda q: ember.sigmoid(q)),
     ("hardsigmoid", lambda q: TF.hardsigmoid(q), lambda q: EF.hardsigmoid(q)),
     ("ao_hardsigmoid", lambda q: TQF.hardsigmoid(q), lambda q: QF.hardsigmoid(q)),
     ("leaky_relu", lambda q: TF.leaky_relu(q, 0.1), lambda q: EF.leaky_relu(q, 0.1)),
@@ -143,7 +144,8 @@ FUNCTION_OPS = [
      lambda q: EF.interpolate(q, size=(9, 9), mode="bilinear")),
     ("ao_bilinear", lambda q: TQF.interpolate(q, size=(9, 9), mode="bilinear"),
      lambda q: QF.interpolate(q, size=(9, 9), mode="bilinear")),
-    ("mean", lambda q: torch.mean(q, (2, 3)), lambda q: q.mean((2, 3))),
+    ("mean", lambda q: torch.mean(q, (2, 3)), lambda q: ember.mean(q, (2, 3))),
+    ("mean_all", lambda q: torch.mean(q), lambda q: ember.mean(q)),
     ("cat", lambda q: torch.cat([q, q], 1), lambda q: ember.cat([q, q], 1)),
     ("stack", lambda q: torch.stack([q, q], 1), lambda q: ember.stack([q, q], 1)),
     ("stack_neg", lambda q: torch.stack([q, q], -1), lambda q: ember.stack([q, q], -1)),
@@ -151,8 +153,7 @@ FUNCTION_OPS = [
 ]
 # Ember's function forms without a quantized dispatch: the error names the method to call
 ROUTED_ELSEWHERE = [
-    (lambda q: ember.mean(q), ".mean()"), (lambda q: ember.flatten(q, 1), ".flatten()"),
-    (lambda q: ember.tanh(q), ".tanh()"), (lambda q: ember.clamp(q, -1, 1), ".clamp()"),
+    (lambda q: ember.flatten(q, 1), ".flatten()"), (lambda q: ember.clamp(q, -1, 1), ".clamp()"),
 ]
 
 
