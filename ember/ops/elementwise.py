@@ -203,15 +203,32 @@ _FAST_OTHER = frozenset((Tensor, float, int))
 
 
 _BOOL = dt.bool
+_BF16 = dt.bfloat16
 
 
 def add(input, other, *, alpha=1, out=None):
+    if (other.__class__ is Tensor and input.__class__ is Tensor and alpha == 1
+            and other._dtype is input._dtype):
+        # the commonest call, two plain tensors of one dtype: no promotion, and NumPy's sum
+        # keeps that dtype (bool, float16 and ml_dtypes' bfloat16 included)
+        if other._device is not input._device:
+            raise device_mismatch(input, other)
+        res = _wrap(input._backend.xp.add(input._data, other._data), input._dtype, input)
+        if (needs_grad(input, other) if _dispatch._dual_active else _grad_state.enabled and (
+                input._requires_grad or other._requires_grad)):
+            record(AddBackward0, (input, other), res, alpha=1)
+        return res if out is None else _maybe_out(res, out)
     if input.__class__ is Tensor and other.__class__ in _FAST_OTHER and alpha == 1:
-        a, b, rt = binary_operands(input, other)
-        data = input._backend.xp.add(a, b)
-        if data.dtype != rt.np:
-            data = input._backend.xp.asarray(data).astype(rt.np)
-        res = _wrap(data, rt, input)
+        d = input._dtype
+        if other.__class__ is float and d._kind == 2 and d is not _BF16:
+            # a weak Python float keeps a float16/32/64 tensor's dtype: no promotion to make
+            res = _wrap(input._backend.xp.add(input._data, other), d, input)
+        else:
+            a, b, rt = binary_operands(input, other)
+            data = input._backend.xp.add(a, b)
+            if data.dtype != rt.np:
+                data = input._backend.xp.asarray(data).astype(rt.np)
+            res = _wrap(data, rt, input)
         o = other if other.__class__ is Tensor else None
         if (needs_grad(input, o) if _dispatch._dual_active else _grad_state.enabled and (
                 input._requires_grad or (o is not None and o._requires_grad))):
@@ -409,7 +426,14 @@ def mul(input, other, *, out=None):
             input, other):
         from .sparse import mul_function
         return mul_function(input, other, out)
-    a, b, rt = binary_operands(input, other)
+    oc = other.__class__
+    d = input._dtype
+    if oc is Tensor and other._dtype is d and other._device is input._device:
+        a, b, rt = input._data, other._data, d  # one dtype: no promotion
+    elif oc is float and d._kind == 2 and d is not _BF16 and input.__class__ is Tensor:
+        a, b, rt = input._data, other, d  # a weak Python float keeps the tensor's dtype
+    else:
+        a, b, rt = binary_operands(input, other)
     res = _wrap(input._backend.xp.multiply(a, b), rt, input)
     # needs_grad's test written out (outside a dual level): a call per op is ~5% of a small one
     if isinstance(other, Tensor):
