@@ -67,17 +67,27 @@ def _unsupported(device_type, fallback=None):
                 and code not in _GENERIC_FRAMES and not code.startswith("_")):
             name = code
         frame = frame.f_back
-    backend = "QuantizedCPU" if device_type == "cpu" else f"Quantized{device_type.upper()}"
     name = name or fallback or "unknown"
     return QuantizedOpError(
         f"Could not run 'aten::{_ATEN_NAMES.get(name, name)}' with arguments from the "
-        f"'{backend}' backend. {_quantized_alternative(name)}")
+        f"'{_backend_label(device_type)}' backend. {_quantized_alternative(name)}")
+
+
+def _backend_label(device_type):
+    return "QuantizedCPU" if device_type == "cpu" else f"Quantized{device_type.upper()}"
+
+
+def quantized_functional():
+    """``ember.ao.nn.quantized.functional``, imported on first use (it imports ``ember.nn``,
+    which imports this module): the kernels a quantized input to a float function runs."""
+    from .ao.nn.quantized import functional
+    return functional
 
 
 def _quantized_alternative(name):
     # Ember's quantized kernels are bound as tensor methods and in ember.ao.nn.quantized's
-    # functional, not behind ember.X / nn.functional.X: name the one that exists.
-    from .ao.nn.quantized import functional as qF
+    # functional, not behind every ember.X: name the one that exists.
+    qF = quantized_functional()
     where = []
     if name in QuantizedTensor.__dict__:
         where.append(f"the tensor method .{name}()")
@@ -227,15 +237,12 @@ class QuantizedTensor(Tensor):
 def _refused_inplace(name, aten):
     def method(self, *args, **kwargs):
         raise QuantizedOpError(
-            f"Could not run 'aten::{aten}' with arguments from the '{_backend(self)}' backend. "
+            f"Could not run 'aten::{aten}' with arguments from the "
+            f"'{_backend_label(self._device.type)}' backend. "
             f"torch has no quantized kernel for {name}(): call .dequantize() to compute in "
             "floating point")
     method.__name__ = name
     return method
-
-
-def _backend(t):
-    return "QuantizedCPU" if t._device.type == "cpu" else f"Quantized{t._device.type.upper()}"
 
 
 # In-place ops torch refuses on quantized tensors, by the kernel its message names (Tensor's

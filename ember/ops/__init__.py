@@ -100,6 +100,7 @@ def _quantized_list_dispatch(shape_fn, kernel_name):
     import functools
     from .._quantized_tensor import QuantizedTensor
     from ..ops import quantized
+    kernel = getattr(quantized, kernel_name)
 
     @functools.wraps(shape_fn)
     def join(tensors, dim=0, *, out=None):
@@ -108,7 +109,7 @@ def _quantized_list_dispatch(shape_fn, kernel_name):
         except RuntimeError:
             if (isinstance(tensors, (list, tuple)) and tensors
                     and isinstance(tensors[0], QuantizedTensor)):
-                return getattr(quantized, kernel_name)(list(tensors), dim, out=out)
+                return kernel(list(tensors), dim, out=out)
             raise
     return join
 

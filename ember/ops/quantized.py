@@ -21,7 +21,7 @@ import numpy as np
 from .. import _dtype as dt
 from .. import _qscheme as qs
 from .._tensor import Tensor, _wrap
-from .._quantized_tensor import QuantizedTensor, wrap_quantized, bind_shape_methods
+from .._quantized_tensor import QuantizedTensor, wrap_quantized, bind_shape_methods, _qparams
 
 __all__ = ["quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
            "dequantize", "_make_per_tensor_quantized_tensor",
@@ -920,7 +920,6 @@ def _require_per_tensor(q, message=_PER_TENSOR_ERROR):
 
 def _same_params(q, ints):
     """A quantized tensor around integer array ``ints`` with ``q``'s dtype and qparams."""
-    from .._quantized_tensor import _qparams
     return wrap_quantized(ints, q._dtype, q, _qparams(q))
 
 
@@ -1056,8 +1055,7 @@ def _extreme(q, which, dim, keepdim, other):
     from . import reduce
     from .reduce import _NO_DIM
     name = "Max" if which == "max" else "Min"
-    if q._qscheme not in _PER_TENSOR:
-        raise RuntimeError(f"{name} operator for quantized tensors only works for per tensor "
+    _require_per_tensor(q, f"{name} operator for quantized tensors only works for per tensor "
                            "quantized tensors. Please open an issue on "
                            "https://github.com/pytorch/pytorch/issues if you need per channel "
                            "quantized tensor support.")
@@ -1107,8 +1105,7 @@ def q_argsort(q, dim=-1, descending=False, stable=False):
 
 def q_topk(q, k, dim=-1, largest=True, sorted=True):
     from .indexing import topk as int_topk
-    if q._qscheme not in _PER_TENSOR:
-        raise RuntimeError("Top-K is only supported on per-tensor quantization")
+    _require_per_tensor(q, "Top-K is only supported on per-tensor quantization")
     return _named_pair(int_topk(_ints(q), k, dim, largest, sorted), q)
 
 
@@ -1135,8 +1132,7 @@ def _index_select_check(q):
 
 
 def q_masked_fill(q, mask, value):
-    if q._qscheme not in _PER_TENSOR:
-        raise RuntimeError("masked_fill__quantized_cpu for quantized tensors is currently only "
+    _require_per_tensor(q, "masked_fill__quantized_cpu for quantized tensors is currently only "
                            "supported for per tensor quantized tensors")
     if isinstance(value, Tensor):
         value = value.item()
@@ -1181,7 +1177,6 @@ def q_copy_(q, src, non_blocking=False):
             raise RuntimeError("Expected self.scalar_type() == src.scalar_type() to be true, but "
                                "got false.  (Could this error message be improved?  If so, "
                                "please report an enhancement request to PyTorch.)")
-        from .._quantized_tensor import _qparams
         q._data.array[...] = xp.broadcast_to(src._backend.to_numpy(src._data.array)
                                              if src._device != q._device else src._data.array,
                                              q.shape)

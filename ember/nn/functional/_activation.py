@@ -8,19 +8,13 @@ import ember
 from ...ops import activation as _ops
 from ...ops.inplace import inplace as _inplace
 from ...amp import autocast_mode as _autocast
-from ..._quantized_tensor import QuantizedTensor
+from ..._quantized_tensor import QuantizedTensor, quantized_functional as _qF
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", "hardswish",
            "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu",
            "leaky_relu_", "prelu", "rrelu", "rrelu_", "glu", "gelu", "logsigmoid", "hardshrink",
            "tanhshrink", "softsign", "softplus", "softmin", "softmax", "log_softmax",
            "softshrink", "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "gumbel_softmax"]
-
-
-def _qF():
-    # A quantized input runs torch's QuantizedCPU kernel, as torch's functions dispatch it
-    from ...ao.nn.quantized import functional
-    return functional
 
 
 def _apply(op, input, inplace, *args):

@@ -5,7 +5,7 @@ import functools
 import math
 
 from ..._tensor import _wrap, wrap_dim_no_scalar
-from ..._quantized_tensor import QuantizedTensor
+from ..._quantized_tensor import QuantizedTensor, quantized_functional as _qF
 from ... import _dtype as dt
 from ...ops._dispatch import dtype_name
 from ...ops import pooling as _pool
@@ -113,12 +113,6 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     else:
         values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
     return (values, indices) if return_indices else values
-
-
-def _qF():
-    # A quantized input runs torch's QuantizedCPU kernel, as torch's functions dispatch it
-    from ...ao.nn.quantized import functional
-    return functional
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -11,7 +11,7 @@ from ...ops import sampling as _ops
 from ._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, \
     adaptive_avg_pool3d
 from ...amp import autocast_mode as _autocast
-from ..._quantized_tensor import QuantizedTensor
+from ..._quantized_tensor import QuantizedTensor, quantized_functional
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
            "affine_grid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
@@ -54,8 +54,8 @@ def _output_sizes(input, size, scale_factor, recompute_scale_factor):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     if input.__class__ is QuantizedTensor:  # torch's QuantizedCPU upsampling kernels
-        from ...ao.nn.quantized import functional as qF
-        return qF.interpolate(input, size, scale_factor, mode, align_corners)
+        return quantized_functional().interpolate(input, size, scale_factor, mode,
+                                                  align_corners)
     # autocast: the upsample kernels ("area" is adaptive_avg_pool, which has its own entry)
     if _autocast.active and mode != "area" and _autocast.enabled_for(input, "upsample"):
         return _autocast.run(interpolate, "upsample", input, size, scale_factor, mode,

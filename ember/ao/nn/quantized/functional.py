@@ -154,9 +154,8 @@ def _result(input, out, inplace):
     hardsigmoid fixes), as torch's in-place quantized kernels do."""
     if not inplace:
         return out
-    input._data.array[...] = out._data.array
     input._scale, input._zero_point = out._scale, out._zero_point
-    return input
+    return _ops._in_place(input, out)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False, scale=None, zero_point=None):
