@@ -190,6 +190,20 @@ def seed_device_defaults(seed):
     _pending_seed = seed
 
 
+def default_states():
+    """The states of every default generator made so far (the CPU one and each device's), for
+    ``restore_default_states``: what a replay that must not consume random numbers puts back."""
+    return (default_generator._state_bytes(),
+            {k: g._state_bytes() for k, g in _DEVICE_DEFAULTS.items()})
+
+
+def restore_default_states(states):
+    cpu, devices = states
+    default_generator._set_state_bytes(cpu)
+    for k, raw in devices.items():
+        _DEVICE_DEFAULTS[k]._set_state_bytes(raw)
+
+
 def manual_seed(seed):
     """Seed the CPU default generator and every device's default generator, as
     ``torch.manual_seed`` seeds the CPU and all CUDA devices."""

@@ -226,7 +226,8 @@ class _CompiledFunction:
                 confirmed = {d for d, (a, b) in enumerate(zip(prev.shapes[i], shape)) if a != b}
                 confirmed |= prev.dynamic.get(i, set())
                 dims |= confirmed
-            dims -= set(getattr(t, "_dynamo_static_indices", ()) or ())
+            static = set(getattr(t, "_dynamo_static_indices", ()) or ())
+            dims -= static
             keep = set()
             for d in sorted(dims):
                 v = shape[d]
@@ -239,7 +240,7 @@ class _CompiledFunction:
                     if any(r % v == 0 for r in in_args):
                         continue
                 keep.add(d)
-            lost = marked - keep - set(getattr(t, "_dynamo_static_indices", ()) or ())
+            lost = marked - keep - static
             if lost:
                 warnings.warn(f"ember.compile: {self._name!r}: dims {sorted(lost)} of input {i} "
                               f"(shape {shape}) were marked dynamic but are specialised: their "
@@ -435,8 +436,7 @@ def _fast_path(root, n_inputs):
 
 def _snapshot(entry, flat):
     from .. import _random
-    saved = [("rng", _random.default_generator._state_bytes(),
-              {k: g._state_bytes() for k, g in _random._DEVICE_DEFAULTS.items()})]
+    saved = [("rng", _random.default_states())]
     for kind, x in entry.mutated:
         t = flat[x] if kind == "input" else x
         saved.append(("tensor", t, t._data.copy()))
@@ -447,9 +447,7 @@ def _restore(saved):
     from .. import _random
     for item in saved:
         if item[0] == "rng":
-            _random.default_generator._set_state_bytes(item[1])
-            for k, raw in item[2].items():
-                _random._DEVICE_DEFAULTS[k]._set_state_bytes(raw)
+            _random.restore_default_states(item[1])
         else:
             item[1]._data[...] = item[2]
 

@@ -150,16 +150,13 @@ class CompiledGraph:
         # the same parameters and buffers (a deepcopy would train copies), a fresh graph
         graph = copy.deepcopy(self.gm.graph)
         gm = GraphModule(resolve_attrs(self.gm, graph), graph, type(self.gm).__name__)
-        saved = (_random.default_generator._state_bytes(),
-                 {k: g._state_bytes() for k, g in _random._DEVICE_DEFAULTS.items()})
+        saved = _random.default_states()
         try:
             with grad_mode.no_grad():
                 ShapeProp(gm).propagate(*[a.detach() if isinstance(a, Tensor) else a
                                           for a in args])
         finally:
-            _random.default_generator._set_state_bytes(saved[0])
-            for k, raw in saved[1].items():
-                _random._DEVICE_DEFAULTS[k]._set_state_bytes(raw)
+            _random.restore_default_states(saved)
         return CompiledGraph(gm, list(args), self.options, aot_eager=self.aot_eager)
 
     @property

@@ -10,6 +10,7 @@ Ember ops, ``operator`` functions and public ``Tensor`` methods, or a custom ope
 process's registry (as TorchScript needs the op's library loaded); any other name is refused.
 So a process that never imports the model's defining module can load and run the graph."""
 import builtins
+import functools
 import io
 import json
 import math
@@ -61,7 +62,9 @@ def _qualified_name(fn):
     return f"{module}.{name}"
 
 
+@functools.lru_cache(maxsize=None)
 def _public_names():
+    # once per process: Ember's public namespaces are fixed once imported
     import ember
     names = {}
     for mod in (ember.linalg, ember.special, ember.fft, ember.nn.functional, ember):

@@ -245,17 +245,17 @@ def _scan_functions(modules):
     for mod in modules:
         modname = mod.__name__
         if modname.startswith("ember.ops.") and not modname.rsplit(".", 1)[1].startswith("_"):
-            for k, v in list(vars(mod).items()):
-                v = _swapped_from(v) or v
-                if not k.startswith("_") and isinstance(v, types.FunctionType) \
-                        and v.__module__ == modname:
-                    fns.add(v)
+            family = True  # an op family: the functions it defines
         elif modname in ("ember.linalg", "ember.special", "ember.fft"):
-            for k, v in list(vars(mod).items()):
-                v = _swapped_from(v) or v
-                if not k.startswith("_") and isinstance(v, types.FunctionType) \
-                        and (v.__module__ or "").startswith("ember"):
-                    fns.add(v)
+            family = False  # torch's names, wherever in Ember the function is defined
+        else:
+            continue
+        for k, v in list(vars(mod).items()):
+            v = _swapped_from(v) or v
+            if not k.startswith("_") and isinstance(v, types.FunctionType) and (
+                    v.__module__ == modname if family
+                    else (v.__module__ or "").startswith("ember")):
+                fns.add(v)
     return frozenset(fns)
 
 
@@ -372,10 +372,20 @@ def _patch_cell(patcher, cell, value):
     patcher._undo.append(lambda: setattr(cell, "cell_contents", old))
 
 
+def _wrapped_defaults(f, ops, wrapper_of):
+    """``f``'s defaults with each op of ``ops`` (None: not an op) replaced by its wrapper."""
+    return tuple(v if o is None else wrapper_of(o) for v, o in zip(f.__defaults__, ops))
+
+
 def _patch_defaults(patcher, f, ops, wrapper_of):
     old = f.__defaults__
-    f.__defaults__ = tuple(v if o is None else wrapper_of(o) for v, o in zip(old, ops))
+    f.__defaults__ = _wrapped_defaults(f, ops, wrapper_of)
     patcher._undo.append(lambda: setattr(f, "__defaults__", old))
+
+
+def _op_wrapper(wrap, op):
+    """``wrap``'s wrapper of the function ``op`` bound in a module or class (made once)."""
+    return _cached_wrap(wrap, "call_function", op, op, None)
 
 
 def _patch_everything(patcher, extra_globals, closures=(), wrap=_recorder):
@@ -393,9 +403,7 @@ def _patch_everything(patcher, extra_globals, closures=(), wrap=_recorder):
         sites = _SwapSites.current(force=True)
     fns = sites.fns
     plan = _plan_of(wrap, sites)
-
-    def wrapper_of(op):
-        return _cached_wrap(wrap, "call_function", op, op, None)
+    wrapper_of = functools.partial(_op_wrapper, wrap)
     # The bulk of the swap, with one undo for all of it (thousands of entries).
     saved_globals, saved_attrs, saved_defaults = [], [], []
     for d, k, w in plan.globals:
@@ -405,9 +413,8 @@ def _patch_everything(patcher, extra_globals, closures=(), wrap=_recorder):
         saved_attrs.append((c, attr, c.__dict__.get(attr, _MISSING)))
         setattr(c, attr, member)
     for f, ops in sites.default_sites:
-        old = f.__defaults__
-        saved_defaults.append((f, old))
-        f.__defaults__ = tuple(v if o is None else wrapper_of(o) for v, o in zip(old, ops))
+        saved_defaults.append((f, f.__defaults__))
+        f.__defaults__ = _wrapped_defaults(f, ops, wrapper_of)
 
     def undo_sites():
         for f, old in reversed(saved_defaults):
@@ -466,9 +473,7 @@ def _plan_of(wrap, sites):
         return plan
     plan = _Plan()
     plan.generation = sites.generation
-
-    def wrapper_of(op):
-        return _cached_wrap(wrap, "call_function", op, op, None)
+    wrapper_of = functools.partial(_op_wrapper, wrap)
     plan.globals = [(d, k, wrapper_of(op)) for d, k, op in sites.globals_sites]
     attrs = [(c, attr, staticmethod(wrapper_of(op))) for c, attr, op in sites.static_sites]
     tracing = wrap is _recorder
