@@ -245,10 +245,14 @@ _thread_limiter = None
 
 def set_num_threads(int):
     """Limit the BLAS thread pools to ``int`` threads (through threadpoolctl; without it,
-    Ember has no pool it can resize and raises)."""
+    Ember has no pool it can resize and raises), and C++ extensions' ``at::parallel_for``."""
     n = operator.index(int)
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
+    import sys
+    extensions = sys.modules.get("ember.utils._cpp_extension.abi")
+    if extensions is not None:  # C++ extensions' at::parallel_for (read at load otherwise)
+        extensions.set_num_threads(n)
     from .backends import _mkl
     if _mkl.set_num_threads(n):
         return  # MKL computes the products; OpenBLAS's pool stays at one thread

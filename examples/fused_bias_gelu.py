@@ -23,42 +23,131 @@ from ember.utils.cpp_extension import load_inline  # noqa: E402
 CPP_SOURCE = r"""
 #include <torch/extension.h>
 #include <cmath>
+#include <cstring>
 
-// GELU with the exact (erf) form, as F.gelu's default: y = h * Phi(h), h = x + bias.
+// GELU with the exact (erf) form, as F.gelu's default: y = h * Phi(h), h = x + bias, and
+// d/dh [h Phi(h)] = Phi(h) + h phi(h). In double, Phi through std::erf (gradcheck's precision).
+// In float, as ATen's vectorised kernels compute it, in branch-free arithmetic the compiler
+// turns into SIMD (with -fno-trapping-math): erf by Abramowitz & Stegun 7.1.26 (absolute error
+// below 1.5e-7), erf(z) = 1 - poly(t) exp(-z^2), t = 1/(1 + p|z|), and exp by Cephes' expf
+// polynomial (relative error below 1e-7). exp(-z^2) at z = h/sqrt(2) is exp(-h^2/2), the
+// Gaussian density's own exponential, so the backward pays one exp per element, not two.
+static inline float exp_poly(float x) {
+  // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, exactly)
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
 template <typename scalar_t>
-static void forward_kernel(const scalar_t* x, const scalar_t* bias, scalar_t* y,
-                           int64_t rows, int64_t cols) {
-  const scalar_t inv_sqrt2 = 0.70710678118654752440;
-  for (int64_t r = 0; r < rows; ++r) {
+struct Gauss {
+  scalar_t cdf, pdf;  // Phi(h), phi(h)
+};
+
+template <typename scalar_t>
+static inline Gauss<scalar_t> gauss(scalar_t h) {
+  const scalar_t inv_sqrt2pi = 0.39894228040143267794;
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    const float e = exp_poly(-0.5f * h * h);
+    const float z = std::fabs(h) * 0.70710678118654752440f;
+    const float t = 1.0f / (1.0f + 0.3275911f * z);
+    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t
+                         - 0.284496736f) * t + 0.254829592f) * t;
+    const float tail = 0.5f * poly * e;  // Phi(-|h|)
+    return {h < 0.0f ? tail : 1.0f - tail, inv_sqrt2pi * e};
+  } else {
+    return {scalar_t(0.5) * (scalar_t(1) + std::erf(h * scalar_t(0.70710678118654752440))),
+            inv_sqrt2pi * std::exp(scalar_t(-0.5) * h * h)};
+  }
+}
+
+// The loops over a block of rows (forward) and of columns (backward). Their float instances
+// are also compiled for AVX2 + FMA (x86-64-v3) where GCC can clone them, and the loader's
+// resolver picks the clone the CPU runs: 3x the default x86-64 build's speed here.
+template <typename scalar_t>
+static inline void forward_rows(const scalar_t* x, const scalar_t* bias, scalar_t* y,
+                                int64_t r0, int64_t r1, int64_t cols) {
+  for (int64_t r = r0; r < r1; ++r) {
     const scalar_t* xr = x + r * cols;
     scalar_t* yr = y + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
       const scalar_t h = xr[c] + bias[c];
-      yr[c] = h * scalar_t(0.5) * (scalar_t(1) + std::erf(h * inv_sqrt2));
+      yr[c] = h * gauss(h).cdf;
     }
   }
 }
 
-// d/dh [h Phi(h)] = Phi(h) + h phi(h); the bias gradient sums the input gradient over rows.
+// dx, and the columns' sums of dx into acc (acc[0] is column c0).
 template <typename scalar_t>
-static void backward_kernel(const scalar_t* grad, const scalar_t* x, const scalar_t* bias,
-                            scalar_t* dx, scalar_t* dbias, int64_t rows, int64_t cols) {
-  const scalar_t inv_sqrt2 = 0.70710678118654752440;
-  const scalar_t inv_sqrt2pi = 0.39894228040143267794;
-  std::vector<double> acc(cols, 0.0);
+static inline void backward_cols(const scalar_t* grad, const scalar_t* x, const scalar_t* bias,
+                                 scalar_t* dx, double* acc, int64_t c0, int64_t c1,
+                                 int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const scalar_t* xr = x + r * cols;
     const scalar_t* gr = grad + r * cols;
     scalar_t* dr = dx + r * cols;
-    for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
       const scalar_t h = xr[c] + bias[c];
-      const scalar_t cdf = scalar_t(0.5) * (scalar_t(1) + std::erf(h * inv_sqrt2));
-      const scalar_t pdf = inv_sqrt2pi * std::exp(scalar_t(-0.5) * h * h);
-      dr[c] = gr[c] * (cdf + h * pdf);
-      acc[c] += dr[c];
+      const Gauss<scalar_t> g = gauss(h);
+      dr[c] = gr[c] * (g.cdf + h * g.pdf);
+      acc[c - c0] += dr[c];
     }
   }
-  for (int64_t c = 0; c < cols; ++c) dbias[c] = static_cast<scalar_t>(acc[c]);
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SIMD_CLONES
+#endif
+
+SIMD_CLONES static void forward_rows_f32(const float* x, const float* bias, float* y,
+                                         int64_t r0, int64_t r1, int64_t cols) {
+  forward_rows<float>(x, bias, y, r0, r1, cols);
+}
+
+SIMD_CLONES static void backward_cols_f32(const float* grad, const float* x, const float* bias,
+                                          float* dx, double* acc, int64_t c0, int64_t c1,
+                                          int64_t rows, int64_t cols) {
+  backward_cols<float>(grad, x, bias, dx, acc, c0, c1, rows, cols);
+}
+
+// Rows are shared among at::parallel_for's threads.
+template <typename scalar_t>
+static void forward_kernel(const scalar_t* x, const scalar_t* bias, scalar_t* y,
+                           int64_t rows, int64_t cols) {
+  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(cols, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<scalar_t, float>) forward_rows_f32(x, bias, y, r0, r1, cols);
+    else forward_rows<scalar_t>(x, bias, y, r0, r1, cols);
+  });
+}
+
+// The bias gradient sums the input gradient over rows: columns are shared among the threads,
+// so each owns its bias entries' sums.
+template <typename scalar_t>
+static void backward_kernel(const scalar_t* grad, const scalar_t* x, const scalar_t* bias,
+                            scalar_t* dx, scalar_t* dbias, int64_t rows, int64_t cols) {
+  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(rows, 1));
+  at::parallel_for(0, cols, grain, [&](int64_t c0, int64_t c1) {
+    std::vector<double> acc(c1 - c0, 0.0);
+    if constexpr (std::is_same_v<scalar_t, float>)
+      backward_cols_f32(grad, x, bias, dx, acc.data(), c0, c1, rows, cols);
+    else
+      backward_cols<scalar_t>(grad, x, bias, dx, acc.data(), c0, c1, rows, cols);
+    for (int64_t c = c0; c < c1; ++c) dbias[c] = static_cast<scalar_t>(acc[c - c0]);
+  });
 }
 
 static void check_inputs(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -111,7 +200,8 @@ def extension(verbose=False):
     """The compiled extension (built once; later processes load the cached library)."""
     global _ext
     if _ext is None:
-        _ext = load_inline("fused_bias_gelu_ext", CPP_SOURCE, extra_cflags=["-O3"],
+        _ext = load_inline("fused_bias_gelu_ext", CPP_SOURCE,
+                           extra_cflags=["-O3", "-fno-trapping-math"],
                            no_implicit_headers=True, verbose=verbose)
     return _ext
 

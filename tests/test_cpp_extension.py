@@ -212,6 +212,74 @@ def test_load_from_files_and_functions_list(build_root, monkeypatch):
     assert mod.__file__.startswith(str(build_root / "env_root"))
 
 
+PARALLEL_SOURCE = r"""
+#include <torch/extension.h>
+#include <atomic>
+#include <mutex>
+// Each chunk records its range and the thread number it ran on; the ranges must tile [b, e).
+std::vector<int64_t> chunks(int64_t b, int64_t e, int64_t grain) {
+  std::mutex lock;
+  std::vector<int64_t> out;
+  at::parallel_for(b, e, grain, [&](int64_t cb, int64_t ce) {
+    std::lock_guard<std::mutex> guard(lock);
+    out.insert(out.end(), {cb, ce, (int64_t)at::get_thread_num(), (int64_t)at::in_parallel_region()});
+  });
+  return out;
+}
+std::vector<int64_t> nested_chunks(int64_t n) {
+  std::atomic<int64_t> calls{0}, elements{0};
+  at::parallel_for(0, n, 1, [&](int64_t, int64_t) {
+    at::parallel_for(0, n, 1, [&](int64_t b, int64_t e) { calls += 1; elements += e - b; });
+  });
+  return {calls, elements};
+}
+void throws_in_a_chunk(int64_t n) {
+  at::parallel_for(0, n, 1, [&](int64_t b, int64_t) {
+    TORCH_CHECK(b == 0, "chunk starting at ", b, " failed");
+  });
+}
+double parallel_sum(torch::Tensor x) {
+  const double* p = x.data_ptr<double>();
+  return at::parallel_reduce(0, x.numel(), 1000, 0.0,
+      [&](int64_t b, int64_t e, double acc) { for (int64_t i = b; i < e; ++i) acc += p[i]; return acc; },
+      [](double a, double b) { return a + b; });
+}
+int64_t threads() { return at::get_num_threads(); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("chunks", &chunks); m.def("nested_chunks", &nested_chunks);
+  m.def("throws_in_a_chunk", &throws_in_a_chunk); m.def("parallel_sum", &parallel_sum);
+  m.def("threads", &threads);
+}
+"""
+
+
+def test_parallel_for_splits_work_as_aten_does(build_root):
+    mod = cpp_extension.load_inline("parallel_ext", PARALLEL_SOURCE, no_implicit_headers=True,
+                                    build_directory=str(build_root / "parallel"))
+    before = ember.get_num_threads()
+    assert mod.threads() == before
+    try:
+        ember.set_num_threads(3)  # reaches a library loaded before the call
+        assert mod.threads() == 3
+        flat = mod.chunks(5, 105, 10)
+        rows = sorted(tuple(flat[i:i + 4]) for i in range(0, len(flat), 4))
+        assert [(b, e) for b, e, _, _ in rows] == [(5, 39), (39, 73), (73, 105)]
+        assert sorted(t for _, _, t, _ in rows) == [0, 1, 2] and all(p for *_, p in rows)
+        # fewer chunks than threads when the grain asks; one chunk runs inline, not "parallel"
+        assert len(mod.chunks(0, 30, 10)) == 12 and mod.chunks(0, 5, 10) == [0, 5, 0, 0]
+        assert mod.chunks(4, 4, 1) == []
+        assert mod.nested_chunks(3) == [3, 9]  # an inner loop runs serially: one call each
+        with pytest.raises(RuntimeError, match="chunk starting at 1 failed"):
+            mod.throws_in_a_chunk(3)
+        x = np.random.default_rng(0).standard_normal(10_001)
+        assert mod.parallel_sum(ember.tensor(x)) == pytest.approx(x.sum(), rel=1e-12)
+        ember.set_num_threads(1)
+        assert mod.chunks(0, 100, 1) == [0, 100, 0, 0]
+    finally:
+        ember.set_num_threads(before)
+    assert mod.threads() == before
+
+
 def test_fused_example_forward_gradcheck_and_custom_op(build_root, monkeypatch):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(build_root / "example"))
     spec = importlib.util.spec_from_file_location("fused_bias_gelu_example",
@@ -239,6 +307,19 @@ def test_fused_example_forward_gradcheck_and_custom_op(build_root, monkeypatch):
     assert op.default is example.fused_bias_gelu._opoverload
     result = example.main(["--rows", "4", "--cols", "8"])
     assert result["gradcheck"] and result["max_error"] < 1e-4
+    # float32 takes the vectorised erf/exp polynomials, split over threads: float32 tolerance
+    xn = (rng.standard_normal((67, 300)) * 4).astype(np.float32)
+    bn = rng.standard_normal(300).astype(np.float32)
+    gn = rng.standard_normal((67, 300)).astype(np.float32)
+    x, b = ember.tensor(xn, requires_grad=True), ember.tensor(bn, requires_grad=True)
+    tx, tb = torch.tensor(xn, requires_grad=True), torch.tensor(bn, requires_grad=True)
+    out, tout = example.fused_bias_gelu(x, b), torch.nn.functional.gelu(tx + tb)
+    out.backward(ember.tensor(gn))
+    tout.backward(torch.tensor(gn))
+    assert out.dtype == ember.float32
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-5, atol=1e-4)
 
 
 def test_cuda_sources_are_device_code_only():

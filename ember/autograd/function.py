@@ -7,6 +7,7 @@
 import contextlib
 import functools
 import inspect
+import weakref
 
 from . import grad_mode
 from .graph import Node, SavedTensor, init_node
@@ -228,8 +229,32 @@ def _forward_derivative(cls, ctx, args, outputs):
             forward_ad.set_tangent(out, tangent)
 
 
+_signatures = weakref.WeakKeyDictionary()  # forward function -> (signature, plain arity)
+
+
 def _bind_args(func, args, kwargs, apply_defaults):
-    bound = inspect.signature(func).bind(*args, **kwargs)
+    entry = _signatures.get(func)
+    if entry is None:
+        signature = inspect.signature(func)
+        kinds = [p.kind for p in signature.parameters.values()]
+        # positional arguments that bind to themselves: all of them (forward(*args)), exactly
+        # as many as the parameters, or (-1) none without binding
+        if kinds == [inspect.Parameter.VAR_POSITIONAL]:
+            plain = None
+        elif all(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                 for k in kinds):
+            plain = len(kinds)
+        else:
+            plain = -1
+        entry = (signature, plain)
+        try:
+            _signatures[func] = entry
+        except TypeError:  # not weakly referenceable: bound again next time
+            pass
+    signature, plain = entry
+    if not kwargs and (plain is None or len(args) == plain):
+        return args
+    bound = signature.bind(*args, **kwargs)
     if apply_defaults:
         bound.apply_defaults()
     return bound.args

@@ -279,6 +279,7 @@ using module = module_;
         EMBER_EXT_CATCH(::ember_ext::arena().error)                                          \
     }                                                                                        \
     void ember_ext_set_allocator(ember_alloc_fn fn) { ::ember_ext::allocator() = fn; }       \
+    void ember_ext_set_num_threads(int n) { ::ember_ext::intra_op_threads() = n > 0 ? n : 1; } \
     const char* ember_ext_module_doc(void) { return ::ember_ext::module_doc().c_str(); }     \
     int64_t ember_ext_count(void) { return (int64_t)::ember_ext::table().size(); }           \
     const char* ember_ext_fn_name(int64_t i) { return ::ember_ext::table()[i].name.c_str(); } \

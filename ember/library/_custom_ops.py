@@ -476,6 +476,11 @@ class CustomOpDef:
         self._qualname = f"{namespace}::{name}"
         self._schema = schema
         self._signature = schema.signature()
+        params = list(self._signature.parameters.values())
+        self._param_names = [p.name for p in params]
+        # a call passing every parameter positionally binds without inspect's checks
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        self._plain_arity = len(params) if all(p.kind in positional for p in params) else -1
         self._init_fn = fn
         self._backend_fns = {}  # device type (None: every device) -> kernel
         self._disabled = set()
@@ -566,6 +571,9 @@ class CustomOpDef:
         return self._call_eager(*args, **kwargs)
 
     def _bind(self, args, kwargs):
+        plain = self._plain_arity
+        if not kwargs and len(args) == plain:  # every parameter given, in order
+            return inspect.BoundArguments(self._signature, dict(zip(self._param_names, args)))
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError:

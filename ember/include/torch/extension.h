@@ -5,6 +5,7 @@
 // sizes(), strides(), size(i), stride(i), dim(), scalar_type(), options(), is_contiguous(),
 // contiguous(), accessor<T, N>()), the factories empty/zeros/ones/full and their *_like forms
 // (allocated by Ember through a callback, so a returned tensor is an ordinary Ember tensor),
+// at::parallel_for / parallel_reduce / get_num_threads (ember.set_num_threads reaches them),
 // TORCH_CHECK and friends, AT_DISPATCH_*_TYPES, and PYBIND11_MODULE with m.def(name, fn, doc,
 // py::arg(...)) for functions of Tensors, integers, floats, bools, strings, std::vector and
 // std::optional of those, returning any of them or a std::tuple.
@@ -13,22 +14,32 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+#ifdef _WIN32
+#include <process.h>
+#else
+#include <unistd.h>
+#endif
 
 #define EMBER_EXTENSION_ABI 1
 
@@ -241,6 +252,99 @@ namespace ember_ext {
 inline ember_alloc_fn& allocator() {
     static ember_alloc_fn fn = nullptr;
     return fn;
+}
+// at::parallel_for's thread count: the loader sets it to ember.get_num_threads(), and
+// ember.set_num_threads reaches every loaded extension.
+inline int& intra_op_threads() {
+    static int n = 1;
+    return n;
+}
+inline bool& in_parallel_region() {
+    static thread_local bool inside = false;
+    return inside;
+}
+inline int& thread_num() {
+    static thread_local int num = 0;
+    return num;
+}
+
+inline long process_id() {
+#ifdef _WIN32
+    return _getpid();
+#else
+    return static_cast<long>(getpid());
+#endif
+}
+
+// The workers at::parallel_for hands its chunks to: starting a thread costs 50-100 us, waking
+// a waiting one a few. Chunk k runs on worker k and the caller takes chunk 0, as ATen's static
+// OpenMP schedule does; workers start the first time a loop needs them and then wait. One loop
+// at a time: a caller that finds the pool busy (another Python thread's call: ctypes releases
+// the GIL) runs its loop serially.
+class WorkerPool {
+  public:
+    explicit WorkerPool(long owner) : owner(owner) {}
+    const long owner;  // the process whose threads these are
+
+    // Runs task(0) on the caller and task(1..chunks-1) on workers; false if busy.
+    bool run(int64_t chunks, const std::function<void(int64_t)>& task) {
+        std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+        if (!busy.owns_lock()) return false;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            while (static_cast<int64_t>(started_) < chunks - 1) {
+                const int64_t index = ++started_;
+                std::thread([this, index] { work(index); }).detach();
+            }
+            task_ = &task;
+            chunks_ = chunks;
+            remaining_ = chunks - 1;
+            ++generation_;
+        }
+        wake_.notify_all();
+        task(0);
+        std::unique_lock<std::mutex> lock(mu_);
+        done_.wait(lock, [this] { return remaining_ == 0; });
+        task_ = nullptr;
+        return true;
+    }
+
+  private:
+    void work(int64_t index) {
+        uint64_t seen = 0;
+        std::unique_lock<std::mutex> lock(mu_);
+        for (;;) {
+            wake_.wait(lock, [&] { return generation_ != seen; });
+            seen = generation_;
+            if (index >= chunks_) continue;
+            const std::function<void(int64_t)>* task = task_;
+            lock.unlock();
+            (*task)(index);
+            lock.lock();
+            if (--remaining_ == 0) done_.notify_one();
+        }
+    }
+
+    std::mutex busy_, mu_;
+    std::condition_variable wake_, done_;
+    const std::function<void(int64_t)>* task_ = nullptr;
+    int64_t started_ = 0, chunks_ = 0, remaining_ = 0;
+    uint64_t generation_ = 0;
+};
+
+// The pool of this process. A forked child has none of its parent's threads, and the parent's
+// locks may have been held by one of them: it starts a pool of its own and leaves the old one
+// untouched (never freed, as the pool of the process itself never is: its workers wait until
+// the process ends).
+inline WorkerPool* worker_pool() {
+    static std::atomic<WorkerPool*> current{nullptr};
+    WorkerPool* pool = current.load(std::memory_order_acquire);
+    const long pid = process_id();
+    if (pool != nullptr && pool->owner == pid) return pool;
+    WorkerPool* fresh = new WorkerPool(pid);
+    if (current.compare_exchange_strong(pool, fresh, std::memory_order_acq_rel)) return fresh;
+    delete fresh;  // another thread installed one first
+    return pool;
 }
 }  // namespace ember_ext
 
@@ -501,6 +605,74 @@ inline Tensor zeros_like(const Tensor& t, TensorOptions o) { return zeros(t.size
 inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.options()); }
 inline Tensor ones_like(const Tensor& t, TensorOptions o) { return ones(t.sizes(), o); }
 inline Tensor full_like(const Tensor& t, double v) { return full(t.sizes(), v, t.options()); }
+
+// ---- ATen/Parallel.h: intra-op parallelism ---------------------------------------------------
+// As ATen's: [begin, end) is cut into at most get_num_threads() chunks of at least grain_size
+// elements and f(chunk_begin, chunk_end) runs on each, the calling thread taking the first, the
+// pool's workers the others; a parallel_for inside another runs serially; the first exception
+// a chunk throws is rethrown.
+namespace internal {
+constexpr int64_t GRAIN_SIZE = 32768;
+}
+inline int get_num_threads() { return ::ember_ext::intra_op_threads(); }
+inline void set_num_threads(int n) {
+    TORCH_CHECK(n > 0, "Expected positive number of threads");
+    ::ember_ext::intra_op_threads() = n;
+}
+inline int get_thread_num() { return ::ember_ext::thread_num(); }
+inline bool in_parallel_region() { return ::ember_ext::in_parallel_region(); }
+
+template <class F>
+inline void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
+    TORCH_CHECK(grain_size >= 0, "parallel_for: grain_size must be non-negative");
+    if (begin >= end) return;
+    const int64_t n = end - begin, grain = std::max<int64_t>(grain_size, 1);
+    const int64_t chunks = std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain);
+    if (chunks <= 1 || in_parallel_region()) {
+        f(begin, end);
+        return;
+    }
+    const int64_t step = (n + chunks - 1) / chunks;
+    std::vector<std::exception_ptr> errors(chunks);
+    const std::function<void(int64_t)> chunk = [&](int64_t k) {
+        ::ember_ext::in_parallel_region() = true;
+        ::ember_ext::thread_num() = static_cast<int>(k);
+        try {
+            const int64_t b = begin + k * step;
+            if (b < end) f(b, std::min(end, b + step));
+        } catch (...) {
+            errors[k] = std::current_exception();
+        }
+        ::ember_ext::in_parallel_region() = false;
+        ::ember_ext::thread_num() = 0;
+    };
+    if (!::ember_ext::worker_pool()->run(chunks, chunk)) {
+        f(begin, end);
+        return;
+    }
+    for (auto& e : errors) if (e) std::rethrow_exception(e);
+}
+
+// Each chunk folds its range into a partial result starting from ident; sf combines them.
+template <class scalar_t, class F, class SF>
+inline scalar_t parallel_reduce(int64_t begin, int64_t end, int64_t grain_size,
+                                const scalar_t ident, const F& f, const SF& sf) {
+    if (begin >= end) return ident;
+    const int64_t grain = std::max<int64_t>(grain_size, 1);
+    const int64_t chunks = std::max<int64_t>(
+        1, std::min<int64_t>(get_num_threads(), (end - begin + grain - 1) / grain));
+    const int64_t step = (end - begin + chunks - 1) / chunks;
+    std::vector<scalar_t> partial(chunks, ident);
+    parallel_for(0, chunks, 1, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+            const int64_t b = begin + k * step;
+            if (b < end) partial[k] = f(b, std::min(end, b + step), ident);
+        }
+    });
+    scalar_t result = ident;
+    for (const auto& p : partial) result = sf(result, p);
+    return result;
+}
 
 }  // namespace at
 

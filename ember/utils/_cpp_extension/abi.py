@@ -26,6 +26,30 @@ _ERRORS = {1: RuntimeError, 2: ValueError, 3: TypeError, 4: IndexError, 5: NotIm
            6: MemoryError}
 
 
+# at::get_num_threads() in every loaded extension: ember.get_num_threads() when the first one
+# loads, then whatever ember.set_num_threads sets.
+_threads_lock = threading.Lock()
+_threaded_libraries = []
+_intra_op_threads = None
+
+
+def intra_op_threads():
+    global _intra_op_threads
+    if _intra_op_threads is None:
+        from ember import get_num_threads
+        _intra_op_threads = get_num_threads()
+    return _intra_op_threads
+
+
+def set_num_threads(n):
+    """Called by ember.set_num_threads: every loaded extension's at::parallel_for uses ``n``."""
+    global _intra_op_threads
+    with _threads_lock:
+        _intra_op_threads = n
+        for lib in _threaded_libraries:
+            lib.ember_ext_set_num_threads(n)
+
+
 class EmberTensorDesc(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("sizes", ctypes.POINTER(ctypes.c_int64)),
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("ndim", ctypes.c_int64),
@@ -48,32 +72,67 @@ ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.
                             ctypes.c_double, ctypes.c_int32, ctypes.POINTER(EmberTensorDesc))
 
 
+_dtype_codes = {}  # ember dtype -> code, filled as dtypes are first seen
+
+
 def _dtype_code(dtype):
-    code = _DTYPE_CODES.get(str(dtype).rsplit(".", 1)[-1])
+    code = _dtype_codes.get(dtype)
     if code is None:
-        raise TypeError(f"C++ extensions: Ember has no C++ scalar type for {dtype}")
+        code = _DTYPE_CODES.get(str(dtype).rsplit(".", 1)[-1])
+        if code is None:
+            raise TypeError(f"C++ extensions: Ember has no C++ scalar type for {dtype}")
+        _dtype_codes[dtype] = code
     return code
 
 
+_dtypes_of_codes = {}
+
+
 def _dtype_of_code(code):
+    dtype = _dtypes_of_codes.get(code)
+    if dtype is not None:
+        return dtype
     import ember
     for name, c in _DTYPE_CODES.items():
         if c == code:
-            return getattr(ember, name)
+            dtype = _dtypes_of_codes[code] = getattr(ember, name)
+            return dtype
     raise TypeError(f"C++ extensions: unknown scalar type code {code}")
 
 
 def _device_code(device_type):
-    with _device_lock:
-        return _DEVICE_CODES.setdefault(device_type, 20 + len(_DEVICE_CODES) - 2)
+    code = _DEVICE_CODES.get(device_type)
+    if code is None:
+        with _device_lock:
+            code = _DEVICE_CODES.setdefault(device_type, 20 + len(_DEVICE_CODES) - 2)
+    return code
+
+
+_devices_of_codes = {}
 
 
 def _device_of_code(code, index):
+    device = _devices_of_codes.get((code, index))
+    if device is not None:
+        return device
     import ember
     for name, c in _DEVICE_CODES.items():
         if c == code:
-            return ember.device(name) if index < 0 else ember.device(name, index)
+            device = ember.device(name) if index < 0 else ember.device(name, index)
+            _devices_of_codes[code, index] = device
+            return device
     raise RuntimeError(f"C++ extensions: unknown device type code {code}")
+
+
+_int64_arrays = {}  # ndim -> ctypes.c_int64 * ndim
+
+
+def _int64_array(values):
+    n = len(values)
+    array_type = _int64_arrays.get(n)
+    if array_type is None:
+        array_type = _int64_arrays[n] = ctypes.c_int64 * (n or 1)
+    return array_type(*values)
 
 
 class _Call:
@@ -87,18 +146,19 @@ class _Call:
         self.error = None
 
     def describe(self, t, desc):
-        shape = t.shape
-        dims = (ctypes.c_int64 * (2 * len(shape) or 1))(*shape, *t.stride())
-        self.keep.append(dims)
-        desc.data = t._backend.data_ptr(t._data) if t.numel() else None
-        desc.sizes = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
-        desc.strides = ctypes.cast(ctypes.byref(dims, 8 * len(shape)),
-                                   ctypes.POINTER(ctypes.c_int64))
-        desc.ndim = len(shape)
+        data = t._data
+        sizes, strides = _int64_array(data.shape), _int64_array(t.stride())
+        self.keep.append(sizes)
+        self.keep.append(strides)
+        desc.data = t._backend.data_ptr(data) if data.size else None
+        desc.sizes = sizes
+        desc.strides = strides
+        desc.ndim = data.ndim
         desc.dtype = _dtype_code(t._dtype)
-        desc.device_type = _device_code(t.device.type)
-        desc.device_index = -1 if t.device.index is None else t.device.index
-        desc.requires_grad = int(t.requires_grad)
+        device = t._device
+        desc.device_type = _device_code(device.type)
+        desc.device_index = -1 if device.index is None else device.index
+        desc.requires_grad = int(t._requires_grad)
         desc.handle = len(self.tensors)
         self.tensors.append(t)
 
@@ -114,7 +174,7 @@ def _allocate(ndim, sizes, dtype, device_type, device_index, fill, value, requir
     call = stack[-1]
     try:
         import ember
-        shape = tuple(sizes[i] for i in range(ndim))
+        shape = tuple(sizes[:ndim])
         dt = _dtype_of_code(dtype)
         device = _device_of_code(device_type, device_index)
         if fill:
@@ -211,6 +271,13 @@ class Library:
             f = getattr(lib, fn)
             f.restype, f.argtypes = restype, argtypes
         lib.ember_ext_set_allocator(_allocate)
+        # at::parallel_for's thread count; libraries built before the header had it lack it
+        if hasattr(lib, "ember_ext_set_num_threads"):
+            lib.ember_ext_set_num_threads.restype = None
+            lib.ember_ext_set_num_threads.argtypes = [ctypes.c_int]
+            with _threads_lock:
+                lib.ember_ext_set_num_threads(intra_op_threads())
+                _threaded_libraries.append(lib)
         rc = lib.ember_ext_init()
         if rc:
             raise _ERRORS.get(rc, RuntimeError)(

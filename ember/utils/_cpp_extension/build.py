@@ -18,7 +18,7 @@ from .abi import ABI_VERSION
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "include")
 HEADERS = ("torch/extension.h", "ember_pybind.h")
-DEFAULT_CFLAGS = ["-O2"]
+DEFAULT_CFLAGS = ["-O2", "-pthread"]  # -pthread: at::parallel_for starts std::threads
 
 
 def default_build_root():
