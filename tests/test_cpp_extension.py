@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -273,6 +274,25 @@ def test_parallel_for_splits_work_as_aten_does(build_root):
             mod.throws_in_a_chunk(3)
         x = np.random.default_rng(0).standard_normal(10_001)
         assert mod.parallel_sum(ember.tensor(x)) == pytest.approx(x.sum(), rel=1e-12)
+        # a forked child has none of the pool's threads: it must start its own, not wait
+        if hasattr(os, "fork"):
+            pid = os.fork()
+            if pid == 0:  # the child: exit status 0 only if the loop ran on 3 threads
+                try:
+                    flat = mod.chunks(0, 30, 1)
+                    os._exit(0 if sorted(flat[2::4]) == [0, 1, 2] else 1)
+                finally:
+                    os._exit(2)
+            deadline = time.monotonic() + 60
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if not done:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            assert done and os.waitstatus_to_exitcode(status) == 0
         ember.set_num_threads(1)
         assert mod.chunks(0, 100, 1) == [0, 100, 0, 0]
     finally:
