@@ -50,12 +50,21 @@ def _operand(x):
     return x if isinstance(x, (bool, int, float, complex)) else _array(x)
 
 
+def _binary_kernel(f):
+    def kernel(a, b):
+        out = np.asarray(f(_operand(a), _operand(b)))
+        if f is not np.greater:  # of the computation dtype, the array operand's, as a device
+            # computes it: NumPy would make a bfloat16 array times a Python float float32
+            out = out.astype((a if isinstance(a, library.DeviceArray) else b).dtype, copy=False)
+        return _Buffer(out.reshape(-1))
+    return kernel
+
+
 def _register_kernels(lib):
     for name, fn in {"add.Tensor": np.add, "sub.Tensor": np.subtract,
                      "mul.Tensor": np.multiply, "div.Tensor": np.true_divide,
                      "maximum": np.maximum, "gt.Tensor": np.greater}.items():
-        lib.impl(name, (lambda f: lambda a, b: _Buffer(
-            np.asarray(f(_operand(a), _operand(b))).reshape(-1)))(fn), DEV)
+        lib.impl(name, _binary_kernel(fn), DEV)
     lib.impl("sqrt", lambda x: _Buffer(np.sqrt(_array(x)).reshape(-1)), DEV)
     lib.impl("mm", lambda a, b: _Buffer((_array(a) @ _array(b)).reshape(-1)), DEV)
     lib.impl("sum.dim_IntList", lambda x: _Buffer(_array(x).sum(axis=1)), DEV)
@@ -65,7 +74,7 @@ def _register_kernels(lib):
     def clone(x):
         view = np.lib.stride_tricks.as_strided(x.payload.data.view(x.dtype)[x.offset:],
                                                x.shape, x.strides)
-        return _Buffer(np.ascontiguousarray(view).reshape(-1))
+        return _Buffer(np.array(view, order="C").reshape(-1))  # a copy, even of a compact x
     lib.impl("clone", clone, DEV)
 
     def copy_(dst, src):
@@ -171,6 +180,46 @@ def test_training_on_a_registry_device_equals_cpu(regdev, fresh_report):
     assert {"aten::mm", "aten::add.Tensor", "aten::mul.Tensor", "aten::clone"} <= set(on_device)
     assert "aten::exp" in report.ops_fallen_back(regdev)  # no kernel: log_softmax on the CPU
     assert regdev in str(report) and "CPU fallback" in str(report)
+
+
+def test_a_scalar_written_at_integer_indices_stays_on_the_device(regdev, fresh_report):
+    # index_put_ with a Python scalar value: the kernel takes rows, so the scalar is filled
+    # into them first (it was passed on as a scalar, and the device path failed)
+    def index_put_(x, index, values):
+        out = _array(x).copy()
+        out[_array(index)] = _array(values)
+        return _Buffer(out.reshape(-1))
+    lib = library.Library("aten", "IMPL")
+    lib.impl("index_put_", index_put_, regdev)
+    try:
+        a_np = np.arange(12, dtype=np.float32).reshape(4, 3)
+        a = ember.tensor(a_np, device=regdev)
+        a[ember.tensor([2, 0], device=regdev)] = 1.5
+    finally:
+        lib._destroy()
+    want = torch.tensor(a_np)
+    want[torch.tensor([2, 0])] = 1.5
+    np.testing.assert_array_equal(a.cpu().numpy(), want.numpy())
+    report = library.fallback_report()
+    assert "aten::index_put_" in report.ops_on_device(regdev)
+    assert "aten::index_put_" not in report.ops_fallen_back(regdev)
+
+
+def test_bfloat16_and_clones_on_the_registry_device(regdev):
+    # the fixture's kernels keep the computation dtype (bfloat16 times a Python float) and
+    # clone copies: an in-place op's saved input is the value before the write
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = ember.tensor([0.5, 1.5, 2.5], dtype=ember.bfloat16, device=regdev)
+        assert (x * 2.0).dtype == ember.bfloat16
+        np.testing.assert_array_equal((x * 2.0).cpu().float().numpy(), [1.0, 3.0, 5.0])
+        w = ember.tensor([0.5, 1.5, 2.5], dtype=ember.float64, requires_grad=True)
+        y = w.to(regdev) * 1.0
+        y.sinc_()
+        y.sum().backward()
+    tw = torch.tensor([0.5, 1.5, 2.5], dtype=torch.float64, requires_grad=True)
+    (tw * 1.0).sinc_().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
 
 
 def test_results_match_torch_and_views_share_storage(regdev):

@@ -1172,7 +1172,8 @@ class RegistryBackend(Backend):
         x, linear, shape = found
         if linear.size == 0 or x.size == 0:
             raise _NoKernel("aten::index_put_")
-        rows = self._operand(value, arr.dtype, shape)
+        rows = (self._operand(value, arr.dtype, shape) if type(value) is DeviceArray
+                else self._full(shape, value, arr.dtype))  # the kernel takes rows, not a scalar
         rows = self._view(rows, lambda p: p.reshape(linear.size, x.shape[1]))
         out = self._new(self._kernel("aten::index_put_", x, linear, rows), arr.shape, arr.dtype)
         self._assign(arr, out, fresh=True)
