@@ -381,7 +381,8 @@ def _shape_method(name):
 SHAPE_METHODS = ("view", "view_as", "reshape", "reshape_as", "permute", "transpose", "t",
                  "contiguous", "clone", "select", "__getitem__", "squeeze", "unsqueeze",
                  "flatten", "narrow", "chunk", "split", "unbind", "expand", "expand_as", "detach",
-                 "movedim", "swapaxes", "swapdims", "unflatten")
+                 "movedim", "swapaxes", "swapdims", "unflatten", "tensor_split", "hsplit",
+                 "vsplit", "dsplit")
 
 
 def bind_shape_methods():

@@ -1203,8 +1203,38 @@ def q_stack(tensors, dim=0, out=None):
     return quantized_cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
 
 
+def q_equal(q, other):
+    """``equal`` of a quantized tensor, as torch's: the same dtype, shape, quantization scheme,
+    qparams and integers (a float tensor is never equal to it)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"equal(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    if (not isinstance(other, QuantizedTensor) or other._dtype is not q._dtype
+            or other.shape != q.shape or other._qscheme is not q._qscheme):
+        return False
+    a, b = _qparams(q), _qparams(other)
+    if not all(np.array_equal(x, y) for x, y in zip(a[1:], b[1:])):
+        return False
+    return bool((q._data.array == other._data.array).all())
+
+
+def _comparison(name):
+    """``eq``/``lt``... of a quantized tensor: its values (and a quantized other's) compared in
+    floating point, as torch's QuantizedCPU comparisons; the result is a bool tensor."""
+    def method(self, other):
+        other = dequantize(other) if isinstance(other, QuantizedTensor) else other
+        return getattr(Tensor, name)(dequantize(self), other)
+    method.__name__ = name
+    method.__qualname__ = f"QuantizedTensor.{name}"
+    return method
+
+
+_COMPARISONS = {name: _comparison(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")}
+_COMPARISONS.update({f"__{name}__": fn for name, fn in _COMPARISONS.items()})
+
 # name -> kernel, bound as QuantizedTensor methods
 QUANTIZED_METHODS = {
+    "equal": q_equal, **_COMPARISONS,
     "relu": q_relu, "relu_": q_relu_, "clamp": q_clamp, "clip": q_clamp,
     "clamp_min": q_clamp_min, "clamp_max": q_clamp_max,
     "sigmoid": q_sigmoid, "tanh": q_tanh, "mean": q_mean, "std": q_std, "max": q_max,

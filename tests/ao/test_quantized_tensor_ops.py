@@ -98,8 +98,7 @@ METHOD_OPS = [
     ("to", lambda q: q.to("cpu"), lambda q: q.to("cpu")),
 ]
 
-# torch's function forms on a quantized input, against Ember's: the same function, or where it
-# does not dispatch on quantized inputs (ember.clamp, ember.flatten), the method
+# torch's function forms on a quantized input, against Ember's same function
 FUNCTION_OPS = [
     ("relu", lambda q: TF.relu(q), lambda q: EF.relu(q)),
     ("relu_inplace", lambda q: TF.relu(q.clone(), inplace=True),
@@ -108,7 +107,8 @@ FUNCTION_OPS = [
     ("hardtanh", lambda q: TF.hardtanh(q, -0.8, 1.2), lambda q: EF.hardtanh(q, -0.8, 1.2)),
     ("ao_hardtanh", lambda q: TQF.hardtanh(q, -0.8, 1.2), lambda q: QF.hardtanh(q, -0.8, 1.2)),
     ("ao_clamp", lambda q: TQF.clamp(q, -0.8, 1.2), lambda q: QF.clamp(q, -0.8, 1.2)),
-    ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: q.clamp(-0.8, 1.2)),
+    ("clamp", lambda q: torch.clamp(q, -0.8, 1.2), lambda q: ember.clamp(q, -0.8, 1.2)),
+    ("clip", lambda q: torch.clip(q, -1, 1), lambda q: ember.clip(q, -1, 1)),
     ("relu6", lambda q: TF.relu6(q), lambda q: EF.relu6(q)),
     ("sigmoid", lambda q: TF.sigmoid(q), lambda q: EF.sigmoid(q)),
     ("tanh", lambda q: torch.tanh(q), lambda q: ember.tanh(q)),
@@ -149,11 +149,46 @@ FUNCTION_OPS = [
     ("cat", lambda q: torch.cat([q, q], 1), lambda q: ember.cat([q, q], 1)),
     ("stack", lambda q: torch.stack([q, q], 1), lambda q: ember.stack([q, q], 1)),
     ("stack_neg", lambda q: torch.stack([q, q], -1), lambda q: ember.stack([q, q], -1)),
-    ("flatten", lambda q: torch.flatten(q, 1), lambda q: q.flatten(1)),
-]
-# Ember's function forms without a quantized dispatch: the error names the method to call
-ROUTED_ELSEWHERE = [
-    (lambda q: ember.flatten(q, 1), ".flatten()"), (lambda q: ember.clamp(q, -1, 1), ".clamp()"),
+    ("flatten", lambda q: torch.flatten(q, 1), lambda q: ember.flatten(q, 1)),
+    ("flatten_kw", lambda q: torch.flatten(input=q, start_dim=2),
+     lambda q: ember.flatten(input=q, start_dim=2)),
+    ("reshape", lambda q: torch.reshape(q, (8, -1)), lambda q: ember.reshape(q, (8, -1))),
+    ("transpose", lambda q: torch.transpose(q, 1, 3), lambda q: ember.transpose(q, 1, 3)),
+    ("permute", lambda q: torch.permute(q, (0, 2, 3, 1)),
+     lambda q: ember.permute(q, (0, 2, 3, 1))),
+    ("movedim", lambda q: torch.movedim(q, 1, -1), lambda q: ember.movedim(q, 1, -1)),
+    ("squeeze", lambda q: torch.squeeze(q[:1]), lambda q: ember.squeeze(q[:1])),
+    ("unsqueeze", lambda q: torch.unsqueeze(q, 2), lambda q: ember.unsqueeze(q, 2)),
+    ("narrow", lambda q: torch.narrow(q, 2, 1, 3), lambda q: ember.narrow(q, 2, 1, 3)),
+    ("select", lambda q: torch.select(q, 1, 2), lambda q: ember.select(q, 1, 2)),
+    ("chunk", lambda q: torch.chunk(q, 3, 3), lambda q: ember.chunk(q, 3, 3)),
+    ("split", lambda q: torch.split(q, [1, 3], 1), lambda q: ember.split(q, [1, 3], 1)),
+    ("unbind", lambda q: torch.unbind(q, 1), lambda q: ember.unbind(q, 1)),
+    ("tensor_split", lambda q: torch.tensor_split(q, 3, 2),
+     lambda q: ember.tensor_split(q, 3, 2)),
+    ("hsplit", lambda q: torch.hsplit(q, 2), lambda q: ember.hsplit(q, 2)),
+    ("hstack", lambda q: torch.hstack([q, q]), lambda q: ember.hstack([q, q])),
+    ("vstack", lambda q: torch.vstack([q, q]), lambda q: ember.vstack([q, q])),
+    ("t", lambda q: torch.t(q[0, 0]), lambda q: ember.t(q[0, 0])),
+    ("diagonal", lambda q: torch.diagonal(q, 0, 2, 3), lambda q: ember.diagonal(q, 0, 2, 3)),
+    ("flip", lambda q: torch.flip(q, (1, 3)), lambda q: ember.flip(q, (1, 3))),
+    ("index_select", lambda q: torch.index_select(q, 2, torch.tensor([5, 1])),
+     lambda q: ember.index_select(q, 2, ember.tensor([5, 1]))),
+    ("max", lambda q: torch.max(q), lambda q: ember.max(q)),
+    ("max_dim", lambda q: tuple(torch.max(q, 1)), lambda q: tuple(ember.max(q, 1))),
+    ("min", lambda q: torch.min(q, 3, keepdim=True)[0],
+     lambda q: ember.min(q, 3, keepdim=True)[0]),
+    ("sort", lambda q: torch.sort(q, 2)[0], lambda q: ember.sort(q, 2)[0]),
+    ("topk", lambda q: torch.topk(q, 3)[0], lambda q: ember.topk(q, 3)[0]),
+    ("std", lambda q: torch.std(q), lambda q: ember.std(q)),
+    ("masked_fill", lambda q: torch.masked_fill(q, torch.from_numpy(X > 1), 0.33),
+     lambda q: ember.masked_fill(q, ember.tensor(X > 1), 0.33)),
+    # comparisons: bool tensors, of the values the integers stand for
+    ("eq", lambda q: torch.eq(q, q.relu()), lambda q: ember.eq(q, q.relu())),
+    ("lt_scalar", lambda q: torch.lt(q, 0.3), lambda q: ember.lt(q, 0.3)),
+    ("ge_float", lambda q: torch.ge(q, torch.from_numpy(X)), lambda q: ember.ge(q, ember.tensor(X))),
+    ("ne_operator", lambda q: q != q.relu(), lambda q: q != q.relu()),
+    ("gt_operator", lambda q: q > 0.1, lambda q: q > 0.1),
 ]
 
 
@@ -168,12 +203,25 @@ def test_ops_per_tensor(params, table):
             raise AssertionError(f"{name}: {err}") from None
 
 
-def test_function_forms_name_the_quantized_kernel():
+def test_equal_compares_scheme_qparams_and_integers():
+    t, e = _pair("quint8", 0.05, 128)
+    t2, e2 = _pair("quint8", 0.05, 127)
+    tc, ec = _pair_per_channel("quint8")
+    for a, b, ea, eb in [(t, t.clone(), e, e.clone()), (t, t2, e, e2), (tc, tc.clone(), ec, ec.clone()),
+                         (t, tc, e, ec), (t, t.dequantize(), e, e.dequantize())]:
+        assert ember.equal(ea, eb) is torch.equal(a, b)
+    assert ember.equal(e, e) and not ember.equal(e, e2)
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        ember.equal(e, 0.5)
+
+
+def test_function_forms_without_a_kernel_name_the_alternative():
     _, e = _pair("quint8", 0.05, 128)
-    for f, where in ROUTED_ELSEWHERE:
-        with pytest.raises(NotImplementedError, match="QuantizedCPU") as info:
-            f(e)
-        assert where in str(info.value), str(info.value)
+    with pytest.raises(NotImplementedError, match="QuantizedCPU") as info:
+        ember.exp(e)
+    assert "dequantize()" in str(info.value)
+    with pytest.raises(NotImplementedError, match="aten::cumsum"):
+        ember.cumsum(e, 0)
 
 
 def test_stack_refuses_per_channel_and_mixed():
@@ -194,10 +242,16 @@ PER_CHANNEL_OK = [
     ("flatten", lambda q: q.flatten(2), lambda q: q.flatten(2)),
     ("clone", lambda q: q.clone(), lambda q: q.clone()),
     ("dropout", lambda q: TF.dropout(q, training=False), lambda q: EF.dropout(q, training=False)),
+    ("torch.flatten", lambda q: torch.flatten(q, 2), lambda q: ember.flatten(q, 2)),
+    ("torch.narrow", lambda q: torch.narrow(q, 1, 1, 2), lambda q: ember.narrow(q, 1, 1, 2)),
+    ("torch.select", lambda q: torch.select(q, 0, 1), lambda q: ember.select(q, 0, 1)),
+    ("torch.eq", lambda q: torch.eq(q, q.clone()), lambda q: ember.eq(q, q.clone())),
 ]
 PER_CHANNEL_REFUSED = [
     ("relu", lambda m, F, q: q.relu()), ("sigmoid", lambda m, F, q: q.sigmoid()),
     ("clamp", lambda m, F, q: q.clamp(-1, 1)), ("mean", lambda m, F, q: q.mean()),
+    ("torch.clamp", lambda m, F, q: m.clamp(q, -1, 1)),
+    ("torch.max", lambda m, F, q: m.max(q)),
     ("max", lambda m, F, q: q.max()), ("min", lambda m, F, q: q.min(1)),
     ("topk", lambda m, F, q: q.topk(2)), ("flip", lambda m, F, q: q.flip(1)),
     ("cat", lambda m, F, q: m.cat([q, q])),
