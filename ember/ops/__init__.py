@@ -126,6 +126,7 @@ def _quantized_method_dispatch():
     # type check (0.1-0.2 us); the ops that already check their input's dtype (relu, sigmoid, tanh,
     # mean, cat, stack) are not wrapped.
     import functools
+    import inspect
     from .._quantized_tensor import QuantizedTensor, SHAPE_METHODS
     from . import quantized
     names = ({*SHAPE_METHODS, *quantized.QUANTIZED_METHODS, *quantized.INTEGER_METHODS}
@@ -134,10 +135,17 @@ def _quantized_method_dispatch():
 
     def dispatching(fn, method):
         @functools.wraps(fn)
-        def op(input, *args, **kwargs):
-            if type(input) is QuantizedTensor:
-                return method(input, *args, **kwargs)
-            return fn(input, *args, **kwargs)
+        def op(*args, **kwargs):
+            if args:
+                if type(args[0]) is QuantizedTensor:
+                    return method(*args, **kwargs)
+            elif type(kwargs.get("input")) is QuantizedTensor:
+                kwargs = dict(kwargs)
+                return method(kwargs.pop("input"), **kwargs)
+            return fn(*args, **kwargs)  # NumPy's names (x1=, axis=) reach fn's own wrapper
+        if not hasattr(fn, "__wrapped__"):  # __wrapped__ marks the NumPy-keyword wrappers
+            del op.__wrapped__
+            op.__signature__ = inspect.signature(fn)
         return op
 
     for name in sorted(names):
@@ -146,8 +154,6 @@ def _quantized_method_dispatch():
             continue
         module[name] = dispatching(fn, getattr(QuantizedTensor, name))
 
-
-_quantized_method_dispatch()
 
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
@@ -195,6 +201,7 @@ def _accept_numpy_keywords_in(namespace, python_level=frozenset()):
 
 _accept_numpy_keywords_in(_sys.modules[__name__], _PYTHON_LEVEL_IN_TORCH)
 _accept_numpy_keywords_in(Tensor, _PYTHON_LEVEL_IN_TORCH | {"unflatten"})
+_quantized_method_dispatch()  # around the NumPy-keyword wrappers
 
 
 # ---- Python operators ------------------------------------------------------------------------
