@@ -748,6 +748,25 @@ conv1d = conv2d = conv3d = conv
 conv1d_relu = conv2d_relu = conv3d_relu = conv_relu
 
 
+def conv_dynamic(x, packed, reduce_range=False):
+    """torch.ops.quantized.conv{1,2,3}d_dynamic: float ``x`` quantized to quint8 with qparams
+    from its own range, convolved with the int8 weight and, as FBGEMM's dynamic convolution
+    does, requantized to the input's own qparams before the float32 result is returned (the
+    loss torch warns of: outputs beyond the input's range saturate)."""
+    if isinstance(x, QuantizedTensor) or not x._dtype.is_floating_point:
+        raise RuntimeError("quantized::conv_dynamic: Input tensor should be a float tensor, "
+                           f"got {x._dtype}")
+    data = x._data if x._data.dtype == np.float32 else x._data.astype(np.float32)
+    mn, mx = (float(data.min()), float(data.max())) if data.size else (0.0, 0.0)
+    scale, zp = choose_qparams(mn, mx, 0, 255, reduce_range)
+    q = wrap_quantized(quantize_array(x._backend.xp, data, scale, zp, dt.quint8), dt.quint8, x,
+                       (qs.per_tensor_affine, float(scale), int(zp)))
+    return dequantize(conv(q, packed, scale, zp))
+
+
+conv1d_dynamic = conv2d_dynamic = conv3d_dynamic = conv_dynamic
+
+
 # ---- elementwise: torch.ops.quantized.add / mul / relu ..., and the float round trips ----------
 
 def _dequantize_fused(t):

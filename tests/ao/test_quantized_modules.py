@@ -113,6 +113,49 @@ def test_conv2d_from_float_matches_torch(per_channel):
     assert list(outs[1][0].state_dict()) == list(outs[0][0].state_dict())
 
 
+@pytest.mark.filterwarnings("ignore:The current implementation")
+@pytest.mark.parametrize("dims, padding_mode, per_channel", [
+    (1, "zeros", False), (2, "zeros", True), (2, "reflect", False), (3, "zeros", False)])
+def test_dynamic_conv_matches_torch(dims, padding_mode, per_channel):
+    # FBGEMM's dynamic convolution requantizes to the input's qparams, then dequantizes: the
+    # float outputs are the same numbers as torch's
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 4) + (6,) * dims).astype(np.float32) * 1.5
+    name = f"Conv{dims}d"
+    tm = getattr(torch.nn, name)(4, 6, 3, stride=2, padding=1, groups=2, padding_mode=padding_mode)
+    em = getattr(ember.nn, name)(4, 6, 3, stride=2, padding=1, groups=2, padding_mode=padding_mode)
+    _copy_params(em, tm)
+    tm.qconfig = _qconfig(torch, per_channel, dynamic=True)
+    em.qconfig = _qconfig(ember, per_channel, dynamic=True)
+    tq, eqm = getattr(tnqd, name).from_float(tm), getattr(enqd, name).from_float(em)
+    for reduce_range in (True, False):
+        t = tq(torch.from_numpy(x), reduce_range=reduce_range).numpy()
+        e = eqm(ember.from_numpy(x), reduce_range=reduce_range).numpy()
+        assert e.dtype == np.float32 and e.shape == t.shape
+        np.testing.assert_array_equal(e, t)
+    assert repr(eqm) == repr(tq).replace("torch.", "ember.")
+    assert list(eqm.state_dict()) == list(tq.state_dict())
+    with pytest.raises(ValueError, match="Input shape must be"):
+        eqm(ember.zeros(4, *(6,) * dims))
+    if padding_mode == "zeros":  # (reflect pads first: the pad names its own kernel)
+        with pytest.raises(RuntimeError, match="should be a float tensor"):
+            eqm(ember.quantize_per_tensor(ember.from_numpy(x), 0.1, 128, ember.quint8))
+
+
+def test_dynamic_conv_warns_and_converts_through_a_mapping():
+    em = ember.nn.Sequential(ember.nn.Conv2d(1, 2, 3), ember.nn.Flatten(), ember.nn.Linear(8, 3))
+    with pytest.warns(UserWarning, match="DynamicQuantizedConv2d module has poor numerical"):
+        q = ember.ao.quantization.quantize_dynamic(
+            em, {ember.nn.Conv2d, ember.nn.Linear},
+            mapping={ember.nn.Conv2d: enqd.Conv2d, ember.nn.Linear: enqd.Linear})
+    assert type(q[0]) is enqd.Conv2d and type(q[2]) is enqd.Linear
+    # the default mapping has no convolution, as torch's: the set alone leaves it float
+    assert type(ember.ao.quantization.quantize_dynamic(em, {ember.nn.Conv2d})[0]) is \
+        ember.nn.Conv2d
+    x = ember.randn(2, 1, 4, 4)
+    assert (q(x) - em(x)).abs().max() < 0.1
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_dynamic_rnn_matches_torch(kind, bidirectional):
