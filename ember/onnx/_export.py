@@ -96,6 +96,25 @@ class SymInt:
                                 "the exporter needs a fixed number")
 
 
+class RepeatedInt:
+    """A list of one size repeated a number of times that follows the dynamic axes (an RNN's
+    ``batch_sizes``, ``[batch] * steps``): ``value`` and ``count`` are ints or SymInts. Only
+    the builders that know the pattern take it; any other use raises."""
+    __slots__ = ("value", "count")
+
+    def __init__(self, value, count):
+        self.value, self.count = value, count
+
+    def __repr__(self):
+        return f"[{self.value!r}] * ({self.count!r})"
+
+    def __iter__(self):
+        raise OnnxExporterError(f"a list whose length follows dynamic axes ({self!r}) is used "
+                                "where the exporter needs a fixed list")
+
+    __len__ = __getitem__ = __iter__
+
+
 class Value:
     """An ONNX value: its name, its shape (ints and SymInts) and its Ember dtype."""
     __slots__ = ("name", "shape", "dtype")
@@ -262,6 +281,11 @@ class _Merger:
         if isinstance(x0, int):
             return self.leaf(x0, xs, xc)
         if isinstance(x0, (tuple, list)):
+            if isinstance(x0, list) and _repeated(x0) and all(
+                    isinstance(x, list) and _repeated(x) for x in (*xs, xc)):
+                if any(len(x) != len(x0) for x in (*xs, xc)):  # [size] * count: both move
+                    return RepeatedInt(self.leaf(x0[0], [x[0] for x in xs], xc[0]),
+                                       self.leaf(len(x0), [len(x) for x in xs], len(xc)))
             if any(not isinstance(x, (tuple, list)) or len(x) != len(x0) for x in (*xs, xc)):
                 raise _structure_error(self.dims, self.node, "the graph changes with the size")
             merged = [self.merge(a, [x[i] for x in xs], xc[i]) for i, a in enumerate(x0)]
@@ -272,6 +296,11 @@ class _Merger:
         if isinstance(x0, dict):
             return {k: self.merge(v, [x[k] for x in xs], xc[k]) for k, v in x0.items()}
         return x0
+
+
+def _repeated(values):
+    """A non-empty list of one int repeated."""
+    return bool(values) and type(values[0]) is int and values.count(values[0]) == len(values)
 
 
 def _shape_of(meta):
@@ -597,7 +626,8 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
     if do_constant_folding:
         _fold_constants(onnx, g, set(final))
     used = {i for node in g.nodes for i in node.input} | set(final)
-    initializers = [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name)
+    # (np.ascontiguousarray would make a 0-d constant 1-d: a Gather index would keep its axis)
+    initializers = [onnx.numpy_helper.from_array(np.asarray(a, order="C"), name)
                     for name, a in g.initializers.items() if name in used]
     inputs = [_value_info(onnx, v.name, v, axes.get(v.name, {})) for v in graph_inputs]
     inputs += [_value_info(onnx, v.name, v, {}) for v in param_inputs]

@@ -248,6 +248,17 @@ def _stack(g, a):
     return g.op("Concat", [g.op("Unsqueeze", [t.name, axes]) for t in tensors], axis=dim)
 
 
+def _unbind(g, a):
+    x = a["input"]
+    dim = _axis(a.get("dim", 0), len(x.shape))
+    n = x.shape[dim]
+    if not isinstance(n, int):
+        raise _unsupported_argument("unbind", "unbinding a dimension that follows a dynamic "
+                                    "axis (the number of results would change)")
+    return tuple(g.op("Gather", [x.name, g.const(np.array(i, np.int64))], axis=dim)
+                 for i in range(n))
+
+
 def _getitem(g, a):
     x, index = a["a"], a["b"]
     if isinstance(x, (tuple, list)):  # one result of an op that returned several
@@ -347,8 +358,13 @@ def _rnn_layer(g, a):
     w_hh, b_hh, sizes = a["w_hh"], a["b_hh"], a["batch_sizes"]
     if a.get("w_hr") is not None:
         raise _unsupported_argument("rnn_layer", "LSTM with proj_size > 0 has no ONNX form")
-    if sizes is None or len({repr(s) for s in sizes}) > 1:
+    from ._export import RepeatedInt
+    if isinstance(sizes, RepeatedInt):  # the steps, and maybe the batch, are dynamic axes
+        steps, batch = sizes.count, sizes.value
+    elif sizes is None or len({repr(s) for s in sizes}) > 1:
         raise _unsupported_argument("rnn_layer", "packed sequences of different lengths")
+    else:
+        steps, batch = len(sizes), sizes[0]
     order = _GATE_ORDER[mode]
     G = gates_x.shape[1]
     H = G // len(order)
@@ -362,8 +378,7 @@ def _rnn_layer(g, a):
         g.const(np.zeros(G, dtype.np))
     b = g.op("Unsqueeze", [g.op("Concat", [g.const(np.zeros(G, dtype.np)), rb], axis=0),
                            g.ints([0])])
-    T = len(sizes)
-    x = g.op("Reshape", [gates_x.name, g.ints([T, -1, G])])
+    x = g.op("Reshape", [gates_x.name, g.ints([steps, batch, G], reshape=True)])
     zero_axis = g.ints([0])
     inputs = [x, w, r, b, "", g.op("Unsqueeze", [h0.name, zero_axis])]
     attrs = {"hidden_size": H, "direction": "reverse" if a.get("reverse") else "forward"}
@@ -415,4 +430,5 @@ BUILDERS = {
     "unflatten": _to_output_shape, "expand": _expand,
     "transpose": _transpose, "t": _t, "permute": _permute,
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "cat": _cat, "concat": _cat, "stack": _stack,
+    "unbind": _unbind,
 }

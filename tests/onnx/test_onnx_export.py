@@ -125,6 +125,21 @@ def test_recurrent_layers(make):
                    dynamic_axes={"x": {0: "batch"}})
     assert [o.name for o in onnx.load_from_string(data).graph.output] == names
     _assert_runs_like(model, data, [(ember.randn(2, 5, 4),), (ember.randn(4, 5, 4),)], ["x"])
+    # the sequence length too: the layer is ONNX's own LSTM/GRU/RNN node, whatever the steps
+    data = _export(model, (ember.randn(2, 5, 4),), input_names=["x"], output_names=names,
+                   dynamic_axes={"x": {0: "batch", 1: "steps"}})
+    _assert_runs_like(model, data, [(ember.randn(3, 9, 4),), (ember.randn(1, 1, 4),),
+                                    (ember.randn(2, 5, 4),)], ["x"])
+
+
+def test_recurrent_layer_time_major_with_dynamic_steps_and_state():
+    ember.manual_seed(0)
+    model = nn.GRU(3, 5).eval()  # (steps, batch, features)
+    data = _export(model, (ember.randn(4, 2, 3), ember.randn(1, 2, 5)), input_names=["x", "h0"],
+                   output_names=["y", "h_n"],
+                   dynamic_axes={"x": {0: "steps", 1: "batch"}, "h0": {1: "batch"}})
+    _assert_runs_like(model, data, [(ember.randn(7, 3, 3), ember.randn(1, 3, 5)),
+                                    (ember.randn(1, 1, 3), ember.randn(1, 1, 5))], ["x", "h0"])
 
 
 def test_default_names_file_like_and_model_proto():
