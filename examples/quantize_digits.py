@@ -9,7 +9,7 @@ Two models learn the UCI digits bundled with Ember (``ember.demo.load_digits``):
 CNN (with a QuantStub/DeQuantStub around it) and an MLP. Each is then
 
 - dynamically quantized (``quantize_dynamic``: int8 Linear weights, activations quantized per
-  batch),
+  batch; for the CNN also with its convolutions, named in ``mapping``),
 - statically quantized (``fuse_modules`` conv-bn-relu/linear-relu, ``prepare``, calibration on
   training batches, ``convert``: int8 weights and activations end to end),
 
@@ -23,6 +23,7 @@ import copy
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -139,16 +140,27 @@ def quantize_static(model, data, calibration_batches, backend="x86"):
     return tq.convert(prepared)
 
 
-def quantize_dynamic(model):
-    return tq.quantize_dynamic(copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8)
+def quantize_dynamic(model, convolutions=False):
+    """int8 Linear weights; with ``convolutions``, the Conv2d weights too (the default mapping
+    leaves convolutions float, as torch's: they are named in ``mapping``)."""
+    if not convolutions:
+        return tq.quantize_dynamic(copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8)
+    from ember.ao.nn.quantized import dynamic as nnqd
+    with warnings.catch_warnings():  # torch's own: "poor numerical accuracy" (see the table)
+        warnings.simplefilter("ignore", UserWarning)
+        return tq.quantize_dynamic(copy.deepcopy(model).eval(), {nn.Linear, nn.Conv2d},
+                                   dtype=torch.qint8,
+                                   mapping={nn.Linear: nnqd.Linear, nn.Conv2d: nnqd.Conv2d})
 
 
 def quantization_rows(name, model, data, calibration_batches):
     float_acc, float_bytes = accuracy(model, data), state_dict_bytes(model)
     rows = [dict(model=name, variant="float32", accuracy=float_acc, bytes=float_bytes)]
-    for variant, build in (("dynamic int8", lambda: quantize_dynamic(model)),
-                           ("static int8", lambda: quantize_static(model, data,
-                                                                   calibration_batches))):
+    variants = [("dynamic int8", lambda: quantize_dynamic(model))]
+    if any(isinstance(m, nn.Conv2d) for m in model.modules()):
+        variants.append(("dynamic int8, conv too", lambda: quantize_dynamic(model, True)))
+    variants.append(("static int8", lambda: quantize_static(model, data, calibration_batches)))
+    for variant, build in variants:
         start = time.perf_counter()
         qmodel = build()
         seconds = time.perf_counter() - start
@@ -226,9 +238,9 @@ def main(argv=None):
     mlp = train(DigitsMLP(), data, epochs * 2)
     rows = (quantization_rows("CNN", cnn, data, calibration)
             + quantization_rows("MLP", mlp, data, calibration))
-    print(f"{'model':5} {'variant':13} {'accuracy':>9} {'drop':>6} {'bytes':>9} {'x f32':>6}")
+    print(f"{'model':5} {'variant':22} {'accuracy':>9} {'drop':>6} {'bytes':>9} {'x f32':>6}")
     for r in rows:
-        print(f"{r['model']:5} {r['variant']:13} {r['accuracy']:8.2f}% {r['drop']:6.2f} "
+        print(f"{r['model']:5} {r['variant']:22} {r['accuracy']:8.2f}% {r['drop']:6.2f} "
               f"{r['bytes']:9d} {r['size_ratio']:6.3f}")
 
     sparsities = (0.0, 0.9) if args.quick else SPARSITIES

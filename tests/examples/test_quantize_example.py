@@ -21,11 +21,13 @@ def test_quantize_digits_quick(tmp_path):
     result = _load().main(["--quick", "--plot", "--plot-path", str(tmp_path / "curve.png")])
     rows = {(r["model"], r["variant"]): r for r in result["rows"]}
     assert set(rows) == {(m, v) for m in ("CNN", "MLP")
-                         for v in ("float32", "dynamic int8", "static int8")}
+                         for v in ("float32", "dynamic int8", "static int8")} | {
+        ("CNN", "dynamic int8, conv too")}
     # int8 weights: static checkpoints well under a third of float32's bytes
     assert rows["CNN", "static int8"]["size_ratio"] <= 0.3
     assert rows["MLP", "static int8"]["size_ratio"] <= 0.3
     assert rows["MLP", "dynamic int8"]["size_ratio"] <= 0.3
+    assert rows["CNN", "dynamic int8, conv too"]["size_ratio"] <= 0.3
     for r in result["rows"]:
         assert 0 <= r["accuracy"] <= 100
     assert [s for s, _ in result["curve"]] == [0.0, 0.9]
