@@ -32,7 +32,18 @@ def conv_output_size(in_size, kernel, stride, pad, dilation):
 def _pad_zeros(xp, data, pads):
     if not any(lo or hi for lo, hi in pads):
         return data
-    return xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
+    return pad_spatial(xp, data, pads, 0)
+
+
+def pad_spatial(xp, data, pads, value):
+    """``(N, C, *S)`` ``data`` with ``pads`` (``(lo, hi)`` per spatial dim, non-negative) of
+    ``value`` around it: one filled array and one copy, where ``xp.pad``'s general Python path
+    costs tens of microseconds a call (a third of a small convolution)."""
+    shape = data.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(data.shape[2:], pads))
+    out = xp.full(shape, value, dtype=data.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _)
+                                           in zip(data.shape[2:], pads))] = data
+    return out
 
 
 def _windows(backend, padded, kernel, stride, dilation, out_shape):

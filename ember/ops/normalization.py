@@ -161,6 +161,19 @@ def batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
         raise NotImplementedError(f"\"batch_norm\" not implemented for "
                                   f"'{dtype_name(input._dtype)}'")
     view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    params = [t for t in (running_mean, running_var, weight, bias) if t is not None]
+    if not needs_grad(input, weight, bias) and all(
+            t._dtype is input._dtype and t._device is input._device for t in params) and \
+            input._dtype not in (dt.float16, dt.bfloat16):
+        # inference: the same arithmetic on the arrays, without a tensor op's dispatch each
+        xp = input._backend.xp
+        invstd = 1 / xp.sqrt(running_var._data + eps)
+        scale = invstd if weight is None else invstd * weight._data
+        shift = -running_mean._data * scale
+        if bias is not None:
+            shift = shift + bias._data
+        return _wrap(input._data * scale.reshape(view) + shift.reshape(view), input._dtype,
+                     input)
     # half precision computes in float32 and rounds once, as PyTorch's CPU kernel
     half = input._dtype in (dt.float16, dt.bfloat16)
     with no_grad():

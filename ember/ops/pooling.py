@@ -17,7 +17,7 @@ import math
 from ._dispatch import Node, needs_grad, record, _wrap, dtype_name
 from .. import _dtype as dt
 from ..autograd.grad_mode import no_grad
-from .conv import convolution, convolution_input_grad, conv_params
+from .conv import convolution, convolution_input_grad, conv_params, pad_spatial
 
 
 class MaxPoolBackward0(Node):
@@ -99,7 +99,20 @@ def _batched_data(input, nd):
     return data, False
 
 
-def _window_max(input, windows, kernel, flat_index, node, disjoint=False, unbatched=False):
+def _window_maximum(xp, windows, kernel):
+    """The maxima alone, one offset at a time (NaN wins, as it does in ``_argmax_offsets``)."""
+    best = None
+    for offset in itertools.product(*(range(n) for n in kernel)):
+        candidate = windows[(Ellipsis,) + offset]
+        if best is None:
+            best = candidate.copy()
+        else:
+            xp.maximum(best, candidate, out=best)
+    return best
+
+
+def _window_max(input, windows, kernel, flat_index, node, disjoint=False, unbatched=False,
+                with_indices=True):
     """Maxima of ``windows`` ``(N, C, *out, *kernel)`` and their flat input indices;
     ``flat_index(k)`` maps each output's winning kernel offset (raveled) to that index.
 
@@ -107,6 +120,9 @@ def _window_max(input, windows, kernel, flat_index, node, disjoint=False, unbatc
     output) rather than reducing a copied ``(..., K)`` array along its short last axis, which
     NumPy does slowly."""
     xp = input._backend.xp
+    if not with_indices and not needs_grad(input):  # inference: no indices to find
+        best = _window_maximum(xp, windows, kernel)
+        return _wrap(best[0] if unbatched else best, input._dtype, input), None
     floating = input._dtype._kind >= 2
     # A NaN wins and stays (the last one, as in PyTorch's kernels). On the host that takes a
     # rarer, slower second pass only where a NaN won; a device would have to sync to learn
@@ -130,32 +146,38 @@ def _row_major_weights(spatial):
     return [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
 
 
-def max_pool_nd(input, kernel, stride, pads, dilation, out_shape):
+def max_pool_nd(input, kernel, stride, pads, dilation, out_shape, with_indices=True):
     """Max over fixed windows of an ``(N, C, *S)`` or ``(C, *S)`` tensor; ``pads`` are per-dim
-    ``(lo, hi)`` with ``hi`` covering ``ceil_mode``'s last partial window."""
+    ``(lo, hi)`` with ``hi`` covering ``ceil_mode``'s last partial window. Returns the maxima
+    and their flat indices; the indices are None when ``with_indices`` is false and no gradient
+    is recorded."""
     xp = input._backend.xp
     data, unbatched = _batched_data(input, len(kernel))
-    padded = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads),
-                    constant_values=_lowest(xp, input._dtype)) if any(map(any, pads)) else data
+    padded = pad_spatial(xp, data, pads, _lowest(xp, input._dtype)) if any(map(any, pads)) \
+        else data
     strides = padded.strides
     view = input._backend.sliding_view(
         padded, padded.shape[:2] + tuple(out_shape) + tuple(kernel),
         strides[:2] + tuple(s * st for s, st in zip(strides[2:], stride))
         + tuple(s * d for s, d in zip(strides[2:], dilation)))
-    weights = _row_major_weights(data.shape[2:])
     nd = len(kernel)
-    # a window's flat index separates: where the window starts, plus the offset inside it
-    starts = 0
-    offsets = 0
-    for i in range(nd):
-        shape = [1] * nd
-        shape[i] = -1
-        starts = starts + ((xp.arange(out_shape[i]) * stride[i] - pads[i][0]) * weights[i]).reshape(shape)
-        offsets = offsets + (xp.arange(kernel[i]) * dilation[i] * weights[i]).reshape(shape)
-    offsets = offsets.reshape(-1)
+
+    def flat_index(at):
+        # a window's flat index separates: where the window starts, plus the offset inside it
+        weights = _row_major_weights(data.shape[2:])
+        starts = 0
+        offsets = 0
+        for i in range(nd):
+            shape = [1] * nd
+            shape[i] = -1
+            starts = starts + ((xp.arange(out_shape[i]) * stride[i] - pads[i][0])
+                               * weights[i]).reshape(shape)
+            offsets = offsets + (xp.arange(kernel[i]) * dilation[i] * weights[i]).reshape(shape)
+        return starts + offsets.reshape(-1)[at]
     disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
-    return _window_max(input, view, kernel, lambda at: starts + offsets[at],
-                       _MAX_POOL_NODES.get(nd, MaxPoolBackward0), disjoint, unbatched)
+    return _window_max(input, view, kernel, flat_index,
+                       _MAX_POOL_NODES.get(nd, MaxPoolBackward0), disjoint, unbatched,
+                       with_indices)
 
 
 def adaptive_max_pool_nd(input, out_shape):

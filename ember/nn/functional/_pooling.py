@@ -108,10 +108,12 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
         # As PyTorch: the 2-d kernel over a (N, C, 1, L) view, so the graph and indices match.
         values, indices = _pool.max_pool_nd(_as_planes(input), (1,) + kernel, (1,) + stride,
                                             ((0, 0),) + pads, (1,) + dilation,
-                                            (1,) + out_shape)
-        values, indices = values.squeeze(-2), indices.squeeze(-2)
+                                            (1,) + out_shape, return_indices)
+        values = values.squeeze(-2)
+        indices = None if indices is None else indices.squeeze(-2)
     else:
-        values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape)
+        values, indices = _pool.max_pool_nd(input, kernel, stride, pads, dilation, out_shape,
+                                            return_indices)
     return (values, indices) if return_indices else values
 
 
