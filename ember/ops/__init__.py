@@ -126,7 +126,6 @@ def _quantized_method_dispatch():
     # type check (0.1-0.2 us); the ops that already check their input's dtype (relu, sigmoid, tanh,
     # mean, cat, stack) are not wrapped.
     import functools
-    import inspect
     from .._quantized_tensor import QuantizedTensor, SHAPE_METHODS
     from . import quantized
     names = ({*SHAPE_METHODS, *quantized.QUANTIZED_METHODS, *quantized.INTEGER_METHODS}
@@ -143,9 +142,7 @@ def _quantized_method_dispatch():
                 kwargs = dict(kwargs)
                 return method(kwargs.pop("input"), **kwargs)
             return fn(*args, **kwargs)  # NumPy's names (x1=, axis=) reach fn's own wrapper
-        if not hasattr(fn, "__wrapped__"):  # __wrapped__ marks the NumPy-keyword wrappers
-            del op.__wrapped__
-            op.__signature__ = inspect.signature(fn)
+        op.__quantized_dispatch__ = True  # (inspect.unwrap reaches the op through __wrapped__)
         return op
 
     for name in sorted(names):
