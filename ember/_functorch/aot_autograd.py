@@ -10,6 +10,7 @@ its gradient, accumulated into ``.grad`` exactly as for an eager graph."""
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..fx.node import Node, map_arg
+from .._inductor.memory_planning import release_dead_locals
 
 __all__ = ["aot_compile_training", "TrainingGraph", "differentiable_nodes"]
 
@@ -154,6 +155,7 @@ def aot_compile_training(graph, attrs, like, example_inputs, *, plan=True):
     lowering.globals["__grad"] = autograd_grad
     lowering.globals["__SECOND_BACKWARD"] = _SECOND_BACKWARD
     forward, namespace = lowering.compile(forward_source, "forward")
+    backward_source = release_dead_locals(backward_source)  # saved values freed as eager's are
     exec(compile(backward_source, "<ember_inductor backward>", "exec"), namespace)  # noqa: S102
     backward = namespace["backward"]
     function = type("CompiledFunction", (Function,), {

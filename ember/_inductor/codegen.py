@@ -19,7 +19,7 @@ from ..fx.node import Node, map_arg
 from .fx_passes.batch_norm_folding import DerivedConstant
 from .fx_passes.fusion import FusedElementwise
 from .lowering import lowering_for, bind_args
-from .memory_planning import plan_buffers, ThreadBuffers
+from .memory_planning import plan_buffers, release_dead_locals, ThreadBuffers
 from . import kernels
 
 __all__ = ["GraphLowering"]
@@ -350,6 +350,7 @@ class GraphLowering:
         # Warnings are attributed by module name: NumPy's floating-point warnings are silenced
         # for Ember's modules (backends/numpy_backend.py), and the generated code is one.
         namespace["__name__"] = "ember._inductor.generated"
+        source = release_dead_locals(source)
         code = compile(source, f"<ember_inductor {name}>", "exec")
         exec(code, namespace)  # noqa: S102 - our own generated source
         fn = namespace[name]

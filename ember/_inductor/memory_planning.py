@@ -10,11 +10,12 @@ the compiled graph, and reused on every call — so a steady-state call allocate
 hands out. Each thread calling the graph gets its own set (``ThreadBuffers``), so concurrent
 calls — requests served on a thread pool — never share a buffer. Values that escape a call (graph outputs, and in training what the backward reads
 later) never get a slot: a caller holding one would see it overwritten by the next call."""
+import ast
 import threading
 
 from ..fx.node import map_arg
 
-__all__ = ["BufferPlan", "ThreadBuffers", "plan_buffers"]
+__all__ = ["BufferPlan", "ThreadBuffers", "plan_buffers", "release_dead_locals"]
 
 
 class BufferPlan:
@@ -106,3 +107,48 @@ def plan_buffers(nodes, can_use_buffer, is_view, escapes):
         plan.assignment[n.name] = slot
         holders.append((last_use.get(n, i), key, slot))
     return plan
+
+
+def release_dead_locals(source):
+    """``source`` (one generated function) with a ``del`` after the statement that last reads
+    each local, as eager frees a temporary when its last reader is done. Names bound only
+    inside a branch, and functions defining functions, are left as they are."""
+    tree = ast.parse(source)
+    fn = tree.body[0]
+    # (a lambda or def could read a local after its del; a comprehension runs where it stands)
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+           for n in ast.walk(fn) if n is not fn):
+        return source
+    args = fn.args
+    safe = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    safe |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for stmt in fn.body:
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.With)):
+            safe |= {n.id for n in _outside_comprehensions(stmt)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    last = {}
+    for i, stmt in enumerate(fn.body):
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id in safe:
+                last[n.id] = i
+    body = []
+    for i, stmt in enumerate(fn.body):
+        body.append(stmt)
+        if isinstance(stmt, (ast.Return, ast.Raise)) or i == len(fn.body) - 1:
+            continue
+        dead = sorted(name for name, j in last.items() if j == i)
+        if dead:
+            body.append(ast.Delete(targets=[ast.Name(id=name, ctx=ast.Del()) for name in dead]))
+    fn.body = body
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _outside_comprehensions(node):
+    """``ast.walk(node)`` without the insides of comprehensions, whose variables are their own
+    scope's."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            todo.extend(ast.iter_child_nodes(n))
