@@ -117,14 +117,15 @@ def _quantized_list_dispatch(shape_fn, kernel_name):
 
 cat = concat = concatenate = _quantized_list_dispatch(cat, "quantized_cat")
 stack = _quantized_list_dispatch(stack, "q_stack")
-_shape_ops.cat, _shape_ops.stack = cat, stack  # hstack, vstack, dstack... of quantized tensors join too
+# hstack, vstack, dstack... call shape.py's cat: quantized tensors join there too
+_shape_ops.cat, _shape_ops.stack = cat, stack
 
 
 def _quantized_method_dispatch():
     # ember.X(q, ...) of a quantized q runs its kernel, bound as the method q.X, as torch's
     # dispatcher picks the QuantizedCPU kernel of torch.X. The float path pays a frame and a
-    # type check (0.1-0.2 us); the ops that already check their input's dtype (relu, sigmoid, tanh,
-    # mean, cat, stack) are not wrapped.
+    # type check (0.1-0.2 us); the ops that already check their input's dtype (relu, sigmoid,
+    # tanh, mean, cat, stack) are not wrapped.
     import functools
     from .._quantized_tensor import QuantizedTensor, SHAPE_METHODS
     from . import quantized

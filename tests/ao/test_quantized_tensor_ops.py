@@ -186,7 +186,8 @@ FUNCTION_OPS = [
     # comparisons: bool tensors, of the values the integers stand for
     ("eq", lambda q: torch.eq(q, q.relu()), lambda q: ember.eq(q, q.relu())),
     ("lt_scalar", lambda q: torch.lt(q, 0.3), lambda q: ember.lt(q, 0.3)),
-    ("ge_float", lambda q: torch.ge(q, torch.from_numpy(X)), lambda q: ember.ge(q, ember.tensor(X))),
+    ("ge_float", lambda q: torch.ge(q, torch.from_numpy(X)),
+     lambda q: ember.ge(q, ember.tensor(X))),
     ("ne_operator", lambda q: q != q.relu(), lambda q: q != q.relu()),
     ("gt_operator", lambda q: q > 0.1, lambda q: q > 0.1),
 ]
@@ -207,8 +208,9 @@ def test_equal_compares_scheme_qparams_and_integers():
     t, e = _pair("quint8", 0.05, 128)
     t2, e2 = _pair("quint8", 0.05, 127)
     tc, ec = _pair_per_channel("quint8")
-    for a, b, ea, eb in [(t, t.clone(), e, e.clone()), (t, t2, e, e2), (tc, tc.clone(), ec, ec.clone()),
-                         (t, tc, e, ec), (t, t.dequantize(), e, e.dequantize())]:
+    for a, b, ea, eb in [(t, t.clone(), e, e.clone()), (t, t2, e, e2),
+                         (tc, tc.clone(), ec, ec.clone()), (t, tc, e, ec),
+                         (t, t.dequantize(), e, e.dequantize())]:
         assert ember.equal(ea, eb) is torch.equal(a, b)
     assert ember.equal(e, e) and not ember.equal(e, e2)
     with pytest.raises(TypeError, match="must be Tensor, not float"):
